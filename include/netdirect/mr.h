@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* IND2MemoryRegion. */
+#ifndef NETDIRECT_MR_H
+#define NETDIRECT_MR_H
+
+#include <netdirect/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* nd_mr_close - Release; deregisters implicitly. ND_DEVICE_BUSY while a window is bound to it. */
+nd_status nd_mr_close(nd_mr *mr);
+
+/*
+ * nd_mr_register - Register one buffer with ND_MR_FLAG_* rights.
+ * Returns ND_SUCCESS (registration is synchronous here; nothing is queued);
+ * ND_INVALID_PARAMETER for buf NULL with len 0 or a len over max_registration_size;
+ * ND_INVALID_BUFFER_SIZE for a valid buf with len 0; ND_ACCESS_VIOLATION when the range
+ * is not mapped memory (or @buf is NULL); ND_INVALID_PARAMETER_3 for unknown flags;
+ * ND_INVALID_DEVICE_STATE when already registered; ND_INSUFFICIENT_RESOURCES when the
+ * adapter's token table is full.
+ */
+nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t flags, nd_overlapped *ov);
+
+/*
+ * nd_mr_deregister - Deregister. Returns ND_SUCCESS; ND_DEVICE_BUSY while a memory
+ * window is bound to the region; ND_INVALID_DEVICE_STATE when not registered.
+ */
+nd_status nd_mr_deregister(nd_mr *mr, nd_overlapped *ov);
+
+/* nd_mr_get_local_token - the token for nd_sge.memory_region_token; 0 when unregistered. */
+uint32_t nd_mr_get_local_token(nd_mr *mr);
+
+/* nd_mr_get_remote_token - the opaque token a peer uses to Read/Write; 0 when unregistered. */
+uint32_t nd_mr_get_remote_token(nd_mr *mr);
+
+/* nd_mr_cancel_overlapped_requests - pending requests complete ND_CANCELED (none pend today). */
+nd_status nd_mr_cancel_overlapped_requests(nd_mr *mr);
+
+/* nd_mr_get_overlapped_result - as nd_get_overlapped_result. */
+nd_status nd_mr_get_overlapped_result(nd_mr *mr, nd_overlapped *ov, int wait);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Adapters. Each open adapter owns one shared region (a memfd) that peers may map
+ * read-only: the arm words of its CQs, then its token table (memory regions and
+ * windows). Everything a peer may write lives elsewhere, per connection.
+ */
+#include "core.h"
+#include "log.h"
+#include "mem_int.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/*
+ * Limits, chosen so that every maximum can be used at once (ndqpmaxall): a QP with the
+ * largest queues and SGE counts is a few MiB of rings. Receive and initiator depths are
+ * equal (ND samples assume so). Private data fits MPA's 256 bytes with the 4-byte IRD/ORD
+ * block. The inline threshold is the payload of one shared-memory slot.
+ */
+const nd_adapter_info nd_limits = {
+    .info_version = ND_VERSION_2,
+    .vendor_id = 0x4e44,
+    .device_id = 0x0002,
+    .max_registration_size = (size_t)1 << 40,
+    .max_window_size = (size_t)1 << 40,
+    .max_initiator_sge = 32,
+    .max_receive_sge = 32,
+    .max_read_sge = 32,
+    .max_transfer_length = 1u << 30,
+    .max_inline_data_size = 256,
+    .max_inbound_read_limit = 64,
+    .max_outbound_read_limit = 64,
+    .max_receive_queue_depth = 4096,
+    .max_initiator_queue_depth = 4096,
+    .max_shared_receive_queue_depth = 4096,
+    .max_completion_queue_depth = 65536,
+    .inline_request_threshold = 256,
+    .large_request_threshold = 16384,
+    .max_caller_data = 252,
+    .max_callee_data = 252,
+    .adapter_flags = ND_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED | ND_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED |
+                     ND_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |
+                     ND_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED,
+};
+
+#define ARM_AREA_BYTES ((size_t)ND_MAX_CQS_PER_ADAPTER * ND_CACHELINE)
+#define MTAB_BYTES ((size_t)ND_MTAB_ENTRIES * sizeof(struct nd_mtab_entry))
+
+bool nd_adapter_valid(const struct nd_adapter *a)
+{
+    return a && a->magic == ND_MAGIC_ADAPTER;
+}
+
+void nd_adapter_ref(struct nd_adapter *a)
+{
+    atomic_fetch_add(&a->refs, 1);
+}
+
+static void adapter_destroy(struct nd_adapter *a)
+{
+    a->magic = ND_MAGIC_DEAD;
+    munmap(a->shm, a->shm_size);
+    close(a->shm_fd);
+    free(a->arm_used);
+    nd_mtab_destroy(a);
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+}
+
+void nd_adapter_unref(struct nd_adapter *a)
+{
+    if (atomic_fetch_sub(&a->refs, 1) == 1)
+        adapter_destroy(a);
+}
+
+static nd_status shared_region_create(struct nd_adapter *a)
+{
+    a->shm_size = ARM_AREA_BYTES + MTAB_BYTES;
+    a->shm_fd = memfd_create("netdirect-adapter", MFD_CLOEXEC);
+    if (a->shm_fd < 0)
+        return ND_INSUFFICIENT_RESOURCES;
+    if (ftruncate(a->shm_fd, (off_t)a->shm_size) < 0)
+        goto err;
+    a->shm = mmap(NULL, a->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, a->shm_fd, 0);
+    if (a->shm == MAP_FAILED)
+        goto err;
+    a->arm_area = (_Atomic uint32_t *)a->shm;
+    a->mtab = (struct nd_mtab_entry *)(a->shm + ARM_AREA_BYTES);
+    return ND_SUCCESS;
+err:
+    nd_log(ND_LOG_ERROR, ND_SUB_CORE, "adapter shared region: %m");
+    close(a->shm_fd);
+    return ND_INSUFFICIENT_RESOURCES;
+}
+
+ND_API nd_status nd_open_adapter(uint64_t adapter_id, nd_adapter **out)
+{
+    struct nd_adapter *a;
+    unsigned ifindex = (unsigned)(adapter_id & 0xffffffffu);
+    nd_status st;
+
+    if (!out)
+        return ND_INVALID_PARAMETER_2;
+    if (nd_adapter_id_for_ifindex(ifindex) != adapter_id || !nd_ifindex_exists(ifindex))
+        return ND_INVALID_PARAMETER;
+    a = calloc(1, sizeof(*a));
+    if (!a)
+        return ND_NO_MEMORY;
+    a->arm_used = calloc(ND_MAX_CQS_PER_ADAPTER, 1);
+    if (!a->arm_used) {
+        free(a);
+        return ND_NO_MEMORY;
+    }
+    st = shared_region_create(a);
+    if (st == ND_SUCCESS)
+        st = nd_mtab_init(a);
+    if (st != ND_SUCCESS) {
+        if (a->shm && a->shm != MAP_FAILED) {
+            munmap(a->shm, a->shm_size);
+            close(a->shm_fd);
+        }
+        free(a->arm_used);
+        free(a);
+        return st;
+    }
+    pthread_mutex_init(&a->lock, NULL);
+    atomic_init(&a->refs, 1);
+    a->id = adapter_id;
+    a->ifindex = ifindex;
+    a->magic = ND_MAGIC_ADAPTER;
+    *out = a;
+    return ND_SUCCESS;
+}
+
+ND_API nd_status nd_open_adapter_by_address(const struct sockaddr *addr, uint32_t addr_len,
+                                            nd_adapter **adapter)
+{
+    uint64_t id;
+    nd_status st = nd_resolve_address(addr, addr_len, &id);
+
+    return st == ND_SUCCESS ? nd_open_adapter(id, adapter) : st;
+}
+
+ND_API nd_status nd_adapter_close(nd_adapter *a)
+{
+    if (!nd_adapter_valid(a) || a->closed)
+        return ND_INVALID_HANDLE;
+    a->closed = true;
+    nd_adapter_unref(a);
+    return ND_SUCCESS;
+}
+
+nd_status nd_adapter_arm_alloc(struct nd_adapter *a, uint32_t *slot)
+{
+    nd_status st = ND_INSUFFICIENT_RESOURCES;
+
+    pthread_mutex_lock(&a->lock);
+    for (uint32_t n = 0; n < ND_MAX_CQS_PER_ADAPTER; n++) {
+        uint32_t i = (a->arm_hint + n) % ND_MAX_CQS_PER_ADAPTER;
+
+        if (!a->arm_used[i]) {
+            a->arm_used[i] = 1;
+            a->arm_hint = i + 1;
+            *slot = i;
+            st = ND_SUCCESS;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+void nd_adapter_arm_free(struct nd_adapter *a, uint32_t slot)
+{
+    pthread_mutex_lock(&a->lock);
+    a->arm_used[slot] = 0;
+    pthread_mutex_unlock(&a->lock);
+}
+
+int nd_adapter_export_ro_fd(struct nd_adapter *a)
+{
+    char path[64];
+
+    /* Re-opening the memfd read-only gives a description a peer can only map PROT_READ. */
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", a->shm_fd);
+    return open(path, O_RDONLY | O_CLOEXEC);
+}

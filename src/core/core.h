@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* Verbs core: internal objects shared by the ND API layer and the transports. */
+#ifndef ND_CORE_H
+#define ND_CORE_H
+
+#include <netdirect/netdirect.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define ND_API __attribute__((visibility("default")))
+#define ND_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ND_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ND_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define ND_CACHELINE 64
+
+#if defined(__x86_64__) || defined(__i386__)
+#define nd_cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define nd_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define nd_cpu_relax() __asm__ __volatile__("" ::: "memory")
+#endif
+
+enum nd_magic {
+    ND_MAGIC_ADAPTER = 0x4e444150, ND_MAGIC_PORT = 0x4e44504f, ND_MAGIC_CQ = 0x4e444351,
+    ND_MAGIC_SRQ = 0x4e445352, ND_MAGIC_MR = 0x4e444d52, ND_MAGIC_MW = 0x4e444d57,
+    ND_MAGIC_DEAD = 0xdeadbeef,
+};
+
+/* Adapter limits (one table, reported by nd_adapter_query and enforced by the core). */
+extern const nd_adapter_info nd_limits;
+
+#define ND_MAX_CQS_PER_ADAPTER 32768u   /* arm words in the adapter's shared region */
+#define ND_MTAB_ENTRIES (1u << 18)      /* MR/MW tokens per adapter */
+
+/* ---- overlapped requests and completion ports (ov.c, port.c) ---- */
+
+struct nd_ovobj;
+struct nd_ovobj_ops {
+    /* Block until @ov is no longer pending, driving the object's progress. NULL: futex wait. */
+    void (*wait)(struct nd_ovobj *obj, nd_overlapped *ov);
+};
+
+/* The IND2Overlapped part of an object: its port and its FIFO of pending requests. */
+struct nd_ovobj {
+    struct nd_port *port;
+    const struct nd_ovobj_ops *ops;
+    nd_overlapped *head, *tail;     /* pending, in request order; guarded by the object lock */
+};
+
+/* A list of completed requests bound for one port, delivered in order by nd_port_deliver. */
+struct nd_ovbatch {
+    struct nd_port *port;
+    nd_overlapped *head, *tail;
+};
+
+void nd_ovobj_init(struct nd_ovobj *obj, struct nd_port *port, const struct nd_ovobj_ops *ops);
+void nd_ov_start(struct nd_ovobj *obj, nd_overlapped *ov);      /* append to pending */
+void nd_ov_requeue(struct nd_ovobj *obj, nd_overlapped *ov);    /* re-append, still pending */
+nd_overlapped *nd_ov_take_all(struct nd_ovobj *obj);              /* detach pending list */
+nd_overlapped *nd_ov_next(nd_overlapped *ov);
+void nd_ov_finish(nd_overlapped *ov, nd_status status, uint64_t bytes, struct nd_ovbatch *batch);
+void nd_ovbatch_init(struct nd_ovbatch *b, struct nd_port *port);
+void nd_port_deliver(struct nd_ovbatch *b);
+void nd_ovbatch_remove(struct nd_ovbatch *b, nd_overlapped *ov);
+bool nd_ov_is_pending(const nd_overlapped *ov);
+
+/* Port event sources: a file descriptor in the port's epoll set (edge-triggered). */
+typedef void (*nd_port_signal_fn)(void *obj, struct nd_ovbatch *batch);
+nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_signal_fn fn,
+                             uint32_t *id);
+void nd_port_del_source(struct nd_port *port, uint32_t id, int fd);
+void nd_port_ref(struct nd_port *port);
+void nd_port_unref(struct nd_port *port);
+bool nd_port_valid(const struct nd_port *port);
+
+/* ---- adapter (adapter.c) ---- */
+
+struct nd_mtab_entry;
+
+struct nd_adapter {
+    uint32_t magic;
+    atomic_uint refs;               /* 1 for the handle + 1 per child object */
+    bool closed;
+    uint64_t id;
+    unsigned ifindex;
+    pthread_mutex_t lock;           /* arm slots and token table allocation */
+    int shm_fd;                     /* memfd: arm words, then the token table */
+    uint8_t *shm;
+    size_t shm_size;
+    _Atomic uint32_t *arm_area;     /* ND_MAX_CQS_PER_ADAPTER words, 64 bytes apart */
+    uint8_t *arm_used;              /* private: which arm slots are taken */
+    uint32_t arm_hint;              /* where the next free slot search starts */
+    struct nd_mtab_entry *mtab;     /* ND_MTAB_ENTRIES, read by peers */
+    uint32_t *mtab_free;            /* private free list of indices */
+    uint32_t mtab_nfree;
+    uint8_t *mtab_key;              /* private: next key per index */
+};
+
+bool nd_adapter_valid(const struct nd_adapter *a);
+void nd_adapter_ref(struct nd_adapter *a);
+void nd_adapter_unref(struct nd_adapter *a);
+nd_status nd_adapter_arm_alloc(struct nd_adapter *a, uint32_t *slot);
+void nd_adapter_arm_free(struct nd_adapter *a, uint32_t slot);
+/* A read-only descriptor of the adapter's shared region, for a peer (caller closes it). */
+int nd_adapter_export_ro_fd(struct nd_adapter *a);
+
+/* ---- address discovery (addr.c) ---- */
+
+uint64_t nd_adapter_id_for_ifindex(unsigned ifindex);
+nd_status nd_addr_list(unsigned ifindex_filter, nd_address_list *list, uint32_t *size);
+nd_status nd_addr_resolve(const struct sockaddr *addr, uint32_t len, unsigned *ifindex);
+bool nd_ifindex_exists(unsigned ifindex);
+
+/* ---- small helpers ---- */
+int nd_futex_wait(uint32_t *word, uint32_t expect, int timeout_ms);
+int nd_futex_wake(uint32_t *word, int n);
+uint64_t nd_now_ns(void);
+
+#endif

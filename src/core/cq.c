@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Completion queues. A CQ consumes any number of single-producer rings (one per queue
+ * pair and direction), each in memory shared only with that ring's producer. Producers
+ * read the CQ's arm word and signal its eventfd; nothing else of the CQ is writable by
+ * them. See docs/design-cq.md for the protocol and its memory ordering.
+ */
+#include "cq_int.h"
+#include "log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct nd_cq_src {
+    struct nd_ring_hdr *hdr;        /* shared with the producer */
+    const struct nd_cqe *ents;
+    uint32_t mask;
+    uint32_t cons;                  /* private copy; published to hdr->cons */
+    uint32_t reported;              /* entries before this index have satisfied a notify */
+    const struct nd_cq_src_ops *ops;
+    void *ctx;
+    bool broken;
+};
+
+static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov);
+static const struct nd_ovobj_ops cq_ov_ops = { .wait = cq_wait };
+
+static struct nd_cq *cq_of_ovobj(struct nd_ovobj *obj)
+{
+    return (struct nd_cq *)((char *)obj - offsetof(struct nd_cq, ov));
+}
+
+static void src_break(struct nd_cq_src *s)
+{
+    if (s->broken)
+        return;
+    s->broken = true;
+    nd_log(ND_LOG_WARN, ND_SUB_CQ, "completion ring %p broke the protocol; detaching it", (void *)s);
+    if (s->ops->broken)
+        s->ops->broken(s->ctx);
+}
+
+/* Producer index, validated against our consumer index. Returns false for a broken ring. */
+static bool src_prod(struct nd_cq_src *s, uint32_t *prod)
+{
+    if (s->broken)
+        return false;
+    *prod = atomic_load_explicit(&s->hdr->prod, memory_order_acquire);
+    if (*prod - s->cons > s->mask + 1) {
+        src_break(s);
+        return false;
+    }
+    return true;
+}
+
+static uint32_t src_drain(struct nd_cq_src *s, nd_result *out, uint32_t max)
+{
+    uint32_t prod, n = 0;
+
+    if (!src_prod(s, &prod))
+        return 0;
+    while (n < max && s->cons + n != prod) {
+        struct nd_cqe e;
+
+        /* Copy once, then validate the copy: the producer may rewrite the slot. */
+        memcpy(&e, &s->ents[(s->cons + n) & s->mask], sizeof(e));
+        if (!s->ops->translate(s->ctx, &e, &out[n])) {
+            src_break(s);
+            break;
+        }
+        n++;
+    }
+    s->cons += n;
+    atomic_store_explicit(&s->hdr->cons, s->cons, memory_order_release);
+    return n;
+}
+
+ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
+{
+    uint32_t n = 0;
+
+    if (!cq || cq->magic != ND_MAGIC_CQ || !results)
+        return 0;
+    pthread_mutex_lock(&cq->lock);
+    for (uint32_t i = 0, start = cq->next_scan; i < cq->nsrc && n < max; i++)
+        n += src_drain(cq->src[(start + i) % cq->nsrc], results + n, max - n);
+    if (cq->nsrc)
+        cq->next_scan = (cq->next_scan + 1) % cq->nsrc;
+    pthread_mutex_unlock(&cq->lock);
+    return n;
+}
+
+/* Does @s hold an entry that GetResults has not returned and no notify has reported? */
+static bool src_triggers(struct nd_cq_src *s, uint32_t arm_type)
+{
+    uint32_t prod, start;
+
+    if (!src_prod(s, &prod))
+        return false;
+    start = (int32_t)(s->reported - s->cons) > 0 ? s->reported : s->cons;
+    if (start == prod)
+        return false;
+    if (arm_type == ND_ARM_ANY)
+        return true;
+    for (uint32_t i = start; i != prod; i++) {
+        struct nd_cqe e;
+
+        memcpy(&e, &s->ents[i & s->mask], sizeof(e));
+        if ((e.flags & ND_CQE_SOLICITED) || e.status != 0)
+            return true;
+    }
+    return false;
+}
+
+static uint32_t queued_entries(struct nd_cq *cq)
+{
+    uint32_t total = 0, prod;
+
+    for (uint32_t i = 0; i < cq->nsrc; i++)
+        if (src_prod(cq->src[i], &prod))
+            total += prod - cq->src[i]->cons;
+    return total;
+}
+
+static uint32_t armed_type(const struct nd_cq *cq)
+{
+    return cq->n_any ? ND_ARM_ANY : cq->n_sol ? ND_ARM_SOLICITED : ND_ARM_NONE;
+}
+
+static void arm_store(struct nd_cq *cq, uint32_t type)
+{
+    if (type != ND_ARM_NONE)
+        cq->arm_gen++;
+    atomic_store_explicit(cq->arm, ND_ARM_WORD(cq->arm_gen, type), memory_order_relaxed);
+    /* Pairs with the fence in nd_ring_produce: arm, then peek. */
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* Complete pending notifies: all of them (error), or the ANY/SOLICITED ones (event). */
+static void complete_notifies(struct nd_cq *cq, nd_status status, bool all, struct nd_ovbatch *b)
+{
+    nd_overlapped *ov = nd_ov_take_all(&cq->ov), *next;
+
+    for (; ov; ov = next) {
+        next = nd_ov_next(ov);
+        if (all || ov->internal_reserved != ND_CQ_NOTIFY_ERRORS)
+            nd_ov_finish(ov, status, 0, b);
+        else
+            nd_ov_requeue(&cq->ov, ov);   /* keeps an ERRORS request pending, in order */
+    }
+    cq->n_any = cq->n_sol = 0;
+    if (!all)
+        for (uint32_t i = 0; i < cq->nsrc; i++) {
+            uint32_t prod;
+
+            if (src_prod(cq->src[i], &prod))
+                cq->src[i]->reported = prod;
+        }
+    arm_store(cq, ND_ARM_NONE);
+}
+
+static void cq_fail_locked(struct nd_cq *cq, nd_status status, struct nd_ovbatch *b)
+{
+    if (cq->error != ND_SUCCESS)
+        return;
+    cq->error = status;
+    nd_log(ND_LOG_WARN, ND_SUB_CQ, "CQ %p failed: %s", (void *)cq, nd_strerror(status));
+    complete_notifies(cq, status, true, b);
+}
+
+/* Under the lock: detect an overrun, and release the notifies an entry satisfies. */
+static bool cq_progress(struct nd_cq *cq, struct nd_ovbatch *b)
+{
+    uint32_t type = armed_type(cq);
+
+    if (cq->error != ND_SUCCESS)
+        return false;
+    if (queued_entries(cq) > cq->depth) {
+        cq_fail_locked(cq, ND_BUFFER_OVERFLOW, b);
+        return true;
+    }
+    if (type == ND_ARM_NONE)
+        return false;
+    for (uint32_t i = 0; i < cq->nsrc; i++)
+        if (src_triggers(cq->src[i], type)) {
+            complete_notifies(cq, ND_SUCCESS, false, b);
+            return true;
+        }
+    return false;
+}
+
+static void poke_waiters(struct nd_cq *cq)
+{
+    uint64_t one = 1;
+
+    if (atomic_load(&cq->ov_waiters) && write(cq->signal_fd, &one, sizeof(one)) < 0)
+        nd_log(ND_LOG_WARN, ND_SUB_CQ, "eventfd write failed: %m");
+}
+
+/* The port saw the CQ's eventfd fire. */
+static void cq_on_signal(void *obj, struct nd_ovbatch *b)
+{
+    struct nd_cq *cq = obj;
+    bool progressed;
+    uint64_t v;
+
+    pthread_mutex_lock(&cq->lock);
+    progressed = cq_progress(cq, b);
+    pthread_mutex_unlock(&cq->lock);
+    /* A wake-up with nothing to do: reset the counter, so a peer that saturated it
+     * cannot keep later signals from producing edges. */
+    if (!progressed && read(cq->signal_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        nd_log(ND_LOG_WARN, ND_SUB_CQ, "eventfd read failed: %m");
+}
+
+static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
+{
+    struct nd_cq *cq = cq_of_ovobj(obj);
+    struct nd_ovbatch b;
+    uint64_t v;
+
+    atomic_fetch_add(&cq->ov_waiters, 1);
+    while (nd_ov_is_pending(ov)) {
+        struct pollfd pfd = { .fd = cq->signal_fd, .events = POLLIN };
+
+        nd_ovbatch_init(&b, cq->ov.port);
+        pthread_mutex_lock(&cq->lock);
+        cq_progress(cq, &b);
+        pthread_mutex_unlock(&cq->lock);
+        nd_port_deliver(&b);
+        if (!nd_ov_is_pending(ov))
+            break;
+        if (poll(&pfd, 1, -1) > 0 && read(cq->signal_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+            nd_log(ND_LOG_WARN, ND_SUB_CQ, "eventfd read failed: %m");
+    }
+    atomic_fetch_sub(&cq->ov_waiters, 1);
+}
+
+ND_API nd_status nd_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov)
+{
+    struct nd_ovbatch b;
+    nd_status st = ND_PENDING;
+
+    if (!cq || cq->magic != ND_MAGIC_CQ)
+        return ND_INVALID_HANDLE;
+    if (type > ND_CQ_NOTIFY_SOLICITED)
+        return ND_INVALID_PARAMETER_1;
+    if (!ov)
+        return ND_INVALID_PARAMETER_2;
+    nd_ovbatch_init(&b, cq->ov.port);
+    pthread_mutex_lock(&cq->lock);
+    if (cq->error != ND_SUCCESS) {
+        st = cq->error;
+    } else if (type == ND_CQ_NOTIFY_ERRORS) {
+        nd_ov_start(&cq->ov, ov);
+        ov->internal_reserved = type;
+    } else {
+        bool any = type == ND_CQ_NOTIFY_ANY || cq->n_any;
+
+        arm_store(cq, any ? ND_ARM_ANY : ND_ARM_SOLICITED);
+        nd_ov_start(&cq->ov, ov);
+        ov->internal_reserved = type;
+        *(type == ND_CQ_NOTIFY_ANY ? &cq->n_any : &cq->n_sol) += 1;
+        /* Peek after arming (no lost wake-up). Our own request then completes
+         * synchronously: take it back out of the batch rather than queue it. */
+        if (cq_progress(cq, &b)) {
+            st = __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE);
+            nd_ovbatch_remove(&b, ov);
+        }
+    }
+    pthread_mutex_unlock(&cq->lock);
+    nd_port_deliver(&b);
+    return st;
+}
+
+ND_API nd_status nd_cq_cancel_overlapped_requests(nd_cq *cq)
+{
+    struct nd_ovbatch b;
+
+    if (!cq || cq->magic != ND_MAGIC_CQ)
+        return ND_INVALID_HANDLE;
+    nd_ovbatch_init(&b, cq->ov.port);
+    pthread_mutex_lock(&cq->lock);
+    for (nd_overlapped *ov = nd_ov_take_all(&cq->ov), *next; ov; ov = next) {
+        next = nd_ov_next(ov);
+        nd_ov_finish(ov, ND_CANCELED, 0, &b);
+    }
+    cq->n_any = cq->n_sol = 0;
+    arm_store(cq, ND_ARM_NONE);
+    pthread_mutex_unlock(&cq->lock);
+    nd_port_deliver(&b);
+    poke_waiters(cq);
+    return ND_SUCCESS;
+}
+
+ND_API nd_status nd_cq_get_overlapped_result(nd_cq *cq, nd_overlapped *ov, int wait)
+{
+    if (!cq || cq->magic != ND_MAGIC_CQ)
+        return ND_INVALID_HANDLE;
+    return nd_get_overlapped_result(ov, wait);
+}
+
+void nd_cq_fail(struct nd_cq *cq, nd_status status)
+{
+    struct nd_ovbatch b;
+
+    nd_ovbatch_init(&b, cq->ov.port);
+    pthread_mutex_lock(&cq->lock);
+    cq_fail_locked(cq, status, &b);
+    pthread_mutex_unlock(&cq->lock);
+    nd_port_deliver(&b);
+    poke_waiters(cq);
+}
+
+ND_API nd_status nd_cq_resize(nd_cq *cq, uint32_t depth)
+{
+    nd_status st = ND_SUCCESS;
+
+    if (!cq || cq->magic != ND_MAGIC_CQ)
+        return ND_INVALID_HANDLE;
+    if (depth == 0 || depth > nd_limits.max_completion_queue_depth)
+        return ND_INVALID_PARAMETER_1;
+    pthread_mutex_lock(&cq->lock);
+    if (cq->error != ND_SUCCESS)
+        st = cq->error;
+    else if (queued_entries(cq) > depth)
+        st = ND_BUFFER_OVERFLOW;
+    else
+        cq->depth = depth;
+    pthread_mutex_unlock(&cq->lock);
+    return st;
+}
+
+ND_API nd_status nd_cq_get_notify_affinity(nd_cq *cq, uint16_t *group, uintptr_t *affinity)
+{
+    if (!cq || cq->magic != ND_MAGIC_CQ)
+        return ND_INVALID_HANDLE;
+    if (!group)
+        return ND_INVALID_PARAMETER_1;
+    if (!affinity)
+        return ND_INVALID_PARAMETER_2;
+    *group = cq->group;
+    *affinity = cq->affinity;
+    return ND_SUCCESS;
+}
+
+nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t depth, uint16_t group,
+                       uintptr_t affinity, struct nd_cq **out)
+{
+    struct nd_cq *cq = calloc(1, sizeof(*cq));
+    nd_status st;
+
+    if (!cq)
+        return ND_NO_MEMORY;
+    cq->signal_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (cq->signal_fd < 0) {
+        free(cq);
+        return ND_INSUFFICIENT_RESOURCES;
+    }
+    st = nd_adapter_arm_alloc(a, &cq->arm_slot);
+    if (st != ND_SUCCESS)
+        goto err_fd;
+    cq->arm = &a->arm_area[cq->arm_slot * (ND_CACHELINE / sizeof(uint32_t))];
+    atomic_store(cq->arm, ND_ARM_WORD(0, ND_ARM_NONE));
+    st = nd_port_add_source(port, cq->signal_fd, cq, cq_on_signal, &cq->port_source);
+    if (st != ND_SUCCESS)
+        goto err_arm;
+    pthread_mutex_init(&cq->lock, NULL);
+    nd_ovobj_init(&cq->ov, port, &cq_ov_ops);
+    cq->adapter = a;
+    cq->depth = depth;
+    cq->group = group;
+    cq->affinity = affinity;
+    nd_adapter_ref(a);
+    nd_port_ref(port);
+    cq->magic = ND_MAGIC_CQ;
+    *out = cq;
+    return ND_SUCCESS;
+err_arm:
+    nd_adapter_arm_free(a, cq->arm_slot);
+err_fd:
+    close(cq->signal_fd);
+    free(cq);
+    return st;
+}
+
+ND_API nd_status nd_cq_close(nd_cq *cq)
+{
+    struct nd_port *port;
+
+    if (!cq || cq->magic != ND_MAGIC_CQ)
+        return ND_INVALID_HANDLE;
+    if (atomic_load(&cq->users) != 0)
+        return ND_DEVICE_BUSY;
+    nd_cq_cancel_overlapped_requests(cq);
+    port = cq->ov.port;
+    nd_port_del_source(port, cq->port_source, cq->signal_fd);
+    cq->magic = ND_MAGIC_DEAD;
+    atomic_store(cq->arm, ND_ARM_WORD(0, ND_ARM_NONE));
+    nd_adapter_arm_free(cq->adapter, cq->arm_slot);
+    close(cq->signal_fd);
+    for (uint32_t i = 0; i < cq->nsrc; i++)
+        free(cq->src[i]);
+    free(cq->src);
+    pthread_mutex_destroy(&cq->lock);
+    nd_adapter_unref(cq->adapter);
+    nd_port_unref(port);
+    free(cq);
+    return ND_SUCCESS;
+}
+
+nd_status nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct nd_cqe *ents,
+                       uint32_t entries, const struct nd_cq_src_ops *ops, void *ctx,
+                       struct nd_cq_src **out)
+{
+    struct nd_cq_src *s;
+
+    if (!entries || (entries & (entries - 1)))
+        return ND_INVALID_PARAMETER;
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return ND_NO_MEMORY;
+    s->hdr = hdr;
+    s->ents = ents;
+    s->mask = entries - 1;
+    s->ops = ops;
+    s->ctx = ctx;
+    pthread_mutex_lock(&cq->lock);
+    s->cons = s->reported = atomic_load_explicit(&hdr->cons, memory_order_relaxed);
+    if (cq->nsrc == cq->cap) {
+        uint32_t cap = cq->cap ? cq->cap * 2 : 4;
+        struct nd_cq_src **n = realloc(cq->src, cap * sizeof(*n));
+
+        if (!n) {
+            pthread_mutex_unlock(&cq->lock);
+            free(s);
+            return ND_NO_MEMORY;
+        }
+        cq->src = n;
+        cq->cap = cap;
+    }
+    cq->src[cq->nsrc++] = s;
+    pthread_mutex_unlock(&cq->lock);
+    *out = s;
+    return ND_SUCCESS;
+}
+
+void nd_cq_detach(struct nd_cq *cq, struct nd_cq_src *s)
+{
+    pthread_mutex_lock(&cq->lock);
+    for (uint32_t i = 0; i < cq->nsrc; i++)
+        if (cq->src[i] == s) {
+            cq->src[i] = cq->src[--cq->nsrc];
+            break;
+        }
+    if (cq->next_scan >= cq->nsrc)
+        cq->next_scan = 0;
+    pthread_mutex_unlock(&cq->lock);
+    free(s);
+}
+
+void nd_cq_local_producer(struct nd_cq *cq, struct nd_ring_hdr *hdr, struct nd_cqe *ents,
+                          uint32_t entries, struct nd_ring_producer *p)
+{
+    p->prod = atomic_load_explicit(&hdr->prod, memory_order_relaxed);
+    p->hdr = hdr;
+    p->ents = ents;
+    p->mask = entries - 1;
+    p->arm = cq->arm;
+    p->signal_fd = cq->signal_fd;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* The CQ as the transports see it: rings to attach, an arm word and a signal to hand out. */
+#ifndef ND_CQ_INT_H
+#define ND_CQ_INT_H
+
+#include "core.h"
+#include "ring.h"
+
+struct nd_cq_src;
+
+struct nd_cq_src_ops {
+    /*
+     * Turn a copied entry into a result using the owner's private request table. Returns
+     * false when the entry cannot be (index out of range, out of order, impossible byte
+     * count or status): the ring is then treated as broken.
+     */
+    bool (*translate)(void *ctx, const struct nd_cqe *entry, nd_result *result);
+    /* The ring broke the protocol. Called with the CQ lock held: must not call into the CQ. */
+    void (*broken)(void *ctx);
+};
+
+struct nd_cq {
+    uint32_t magic;
+    struct nd_adapter *adapter;
+    struct nd_ovobj ov;             /* the port and the pending notifies */
+    pthread_mutex_t lock;
+    uint32_t depth;
+    uint16_t group;
+    uintptr_t affinity;
+    nd_status error;                /* sticky; ND_SUCCESS while healthy */
+    _Atomic uint32_t *arm;          /* in the adapter's shared region; producers read it */
+    uint32_t arm_slot;
+    uint32_t arm_gen;
+    uint32_t n_any, n_sol;          /* pending notifies by type */
+    int signal_fd;                  /* eventfd: producers write it, the port polls it */
+    uint32_t port_source;
+    atomic_uint ov_waiters;         /* threads blocked in nd_get_overlapped_result */
+    atomic_uint users;              /* queue pairs using this CQ */
+    struct nd_cq_src **src;
+    uint32_t nsrc, cap, next_scan;
+};
+
+nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t depth, uint16_t group,
+                       uintptr_t affinity, struct nd_cq **out);
+
+/* Attach a ring of @entries (a power of two) whose producer may live in another process. */
+nd_status nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct nd_cqe *ents,
+                       uint32_t entries, const struct nd_cq_src_ops *ops, void *ctx,
+                       struct nd_cq_src **src);
+/* Detach a ring; entries not yet returned by GetResults are dropped. */
+void nd_cq_detach(struct nd_cq *cq, struct nd_cq_src *src);
+
+/* A producer in this process for a ring attached to @cq. */
+void nd_cq_local_producer(struct nd_cq *cq, struct nd_ring_hdr *hdr, struct nd_cqe *ents,
+                          uint32_t entries, struct nd_ring_producer *p);
+
+/* Break the CQ with a sticky error (catastrophic error, overrun): every notify completes with it. */
+void nd_cq_fail(struct nd_cq *cq, nd_status status);
+
+#endif

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+#include "core.h"
+#include "env.h"
+
+#include <stdlib.h>
+
+static const struct {
+    const char *name, *default_value, *description;
+} knobs[ND_KNOB_COUNT] = {
+    [ND_KNOB_LOG] = { "ND_LOG", "warn",
+                      "log levels: LEVEL or SUBSYS:LEVEL,... (levels none error warn info debug "
+                      "trace; subsystems core port cq mem srq addr shm iwarp cm)" },
+    [ND_KNOB_LOG_FILE] = { "ND_LOG_FILE", "", "append log lines to this file instead of stderr" },
+};
+
+const char *nd_env(enum nd_knob knob)
+{
+    const char *v = getenv(knobs[knob].name);
+
+    return v && *v ? v : knobs[knob].default_value;
+}
+
+ND_API uint32_t nd_config_count(void)
+{
+    return ND_KNOB_COUNT;
+}
+
+ND_API nd_status nd_config_get(uint32_t index, nd_config_knob *knob)
+{
+    if (index >= ND_KNOB_COUNT)
+        return ND_INVALID_PARAMETER_1;
+    if (!knob)
+        return ND_INVALID_PARAMETER_2;
+    knob->name = knobs[index].name;
+    knob->default_value = knobs[index].default_value;
+    knob->value = nd_env((enum nd_knob)index);
+    knob->description = knobs[index].description;
+    return ND_SUCCESS;
+}

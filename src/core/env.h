@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+/* Every environment knob the library reads is declared once, in env.c's table. */
+#ifndef ND_ENV_H
+#define ND_ENV_H
+
+enum nd_knob { ND_KNOB_LOG, ND_KNOB_LOG_FILE, ND_KNOB_COUNT };
+
+/* The knob's value: the environment's if set and non-empty, else its default. */
+const char *nd_env(enum nd_knob knob);
+
+#endif

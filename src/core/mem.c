@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+/* Memory regions and memory windows. */
+#include "mem_int.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct nd_mr {
+    uint32_t magic;
+    struct nd_adapter *adapter;
+    struct nd_ovobj ov;
+    pthread_mutex_t lock;
+    bool registered;
+    uint32_t index;
+    uint32_t token;
+    atomic_uint bound_windows;
+};
+
+struct nd_mw {
+    uint32_t magic;
+    struct nd_adapter *adapter;
+    uint32_t index;
+    uint32_t token;             /* of the current (or last) binding */
+    struct nd_mr *bound_to;     /* NULL while invalid */
+};
+
+#define MR_FLAGS_KNOWN (ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_ALLOW_REMOTE_READ | \
+                        ND_MR_FLAG_ALLOW_REMOTE_WRITE | ND_MR_FLAG_RDMA_READ_SINK | \
+                        ND_MR_FLAG_DO_NOT_SECURE_VM)
+
+static bool mr_valid(const struct nd_mr *mr)
+{
+    return mr && mr->magic == ND_MAGIC_MR;
+}
+
+ND_API nd_status nd_adapter_create_memory_region(nd_adapter *a, nd_port *port, nd_mr **out)
+{
+    struct nd_mr *mr;
+
+    if (!nd_adapter_valid(a))
+        return ND_INVALID_HANDLE;
+    if (!nd_port_valid(port))
+        return ND_INVALID_PARAMETER_2;
+    if (!out)
+        return ND_INVALID_PARAMETER_3;
+    mr = calloc(1, sizeof(*mr));
+    if (!mr)
+        return ND_NO_MEMORY;
+    mr->adapter = a;
+    nd_ovobj_init(&mr->ov, port, NULL);
+    pthread_mutex_init(&mr->lock, NULL);
+    nd_adapter_ref(a);
+    nd_port_ref(port);
+    mr->magic = ND_MAGIC_MR;
+    *out = mr;
+    return ND_SUCCESS;
+}
+
+/* Is [buf, buf+len) mapped? msync(MS_ASYNC) checks the whole range in one call, no side effects. */
+static bool range_mapped(const void *buf, size_t len)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t start = (uintptr_t)buf & ~(page - 1);
+    uintptr_t end = (uintptr_t)buf + len;
+
+    if (end < (uintptr_t)buf)
+        return false;
+    return msync((void *)start, end - start, MS_ASYNC) == 0 || errno != ENOMEM;
+}
+
+ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t flags,
+                                nd_overlapped *ov)
+{
+    nd_status st;
+
+    if (!mr_valid(mr))
+        return ND_INVALID_HANDLE;
+    if (!buf && len == 0)
+        return ND_INVALID_PARAMETER;
+    if (len == 0)
+        return ND_INVALID_BUFFER_SIZE;
+    if (len > nd_limits.max_registration_size)
+        return ND_INVALID_PARAMETER;
+    if (flags & ~MR_FLAGS_KNOWN)
+        return ND_INVALID_PARAMETER_3;
+    if (!ov)
+        return ND_INVALID_PARAMETER_4;
+    if (!buf || !range_mapped(buf, len))
+        return ND_ACCESS_VIOLATION;
+    pthread_mutex_lock(&mr->lock);
+    if (mr->registered) {
+        st = ND_INVALID_DEVICE_STATE;
+    } else {
+        st = nd_mtab_alloc(mr->adapter, ND_MTAB_MR, &mr->index);
+        if (st == ND_SUCCESS) {
+            mr->token = nd_mtab_publish(mr->adapter, mr->index, (uintptr_t)buf, len,
+                                        flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM);
+            mr->registered = true;
+        }
+    }
+    pthread_mutex_unlock(&mr->lock);
+    return st;
+}
+
+static nd_status mr_deregister(struct nd_mr *mr)
+{
+    nd_status st = ND_SUCCESS;
+
+    pthread_mutex_lock(&mr->lock);
+    if (!mr->registered)
+        st = ND_INVALID_DEVICE_STATE;
+    else if (atomic_load(&mr->bound_windows) != 0)
+        st = ND_DEVICE_BUSY;
+    else {
+        nd_mtab_free(mr->adapter, mr->index);
+        mr->registered = false;
+        mr->token = 0;
+    }
+    pthread_mutex_unlock(&mr->lock);
+    return st;
+}
+
+ND_API nd_status nd_mr_deregister(nd_mr *mr, nd_overlapped *ov)
+{
+    if (!mr_valid(mr))
+        return ND_INVALID_HANDLE;
+    if (!ov)
+        return ND_INVALID_PARAMETER_1;
+    return mr_deregister(mr);
+}
+
+ND_API uint32_t nd_mr_get_local_token(nd_mr *mr)
+{
+    return mr_valid(mr) ? mr->token : 0;
+}
+
+ND_API uint32_t nd_mr_get_remote_token(nd_mr *mr)
+{
+    return mr_valid(mr) ? mr->token : 0;
+}
+
+ND_API nd_status nd_mr_cancel_overlapped_requests(nd_mr *mr)
+{
+    /* Register and Deregister complete synchronously, so nothing is ever pending here. */
+    return mr_valid(mr) ? ND_SUCCESS : ND_INVALID_HANDLE;
+}
+
+ND_API nd_status nd_mr_get_overlapped_result(nd_mr *mr, nd_overlapped *ov, int wait)
+{
+    if (!mr_valid(mr))
+        return ND_INVALID_HANDLE;
+    return nd_get_overlapped_result(ov, wait);
+}
+
+ND_API nd_status nd_mr_close(nd_mr *mr)
+{
+    if (!mr_valid(mr))
+        return ND_INVALID_HANDLE;
+    if (atomic_load(&mr->bound_windows) != 0)
+        return ND_DEVICE_BUSY;
+    if (mr->registered)
+        mr_deregister(mr);
+    mr->magic = ND_MAGIC_DEAD;
+    pthread_mutex_destroy(&mr->lock);
+    nd_port_unref(mr->ov.port);
+    nd_adapter_unref(mr->adapter);
+    free(mr);
+    return ND_SUCCESS;
+}
+
+ND_API nd_status nd_adapter_create_memory_window(nd_adapter *a, nd_mw **out)
+{
+    struct nd_mw *mw;
+    nd_status st;
+
+    if (!nd_adapter_valid(a))
+        return ND_INVALID_HANDLE;
+    if (!out)
+        return ND_INVALID_PARAMETER_2;
+    mw = calloc(1, sizeof(*mw));
+    if (!mw)
+        return ND_NO_MEMORY;
+    st = nd_mtab_alloc(a, ND_MTAB_MW, &mw->index);
+    if (st != ND_SUCCESS) {
+        free(mw);
+        return st;
+    }
+    /* Invalid until bound; the token names the slot with a key no binding has used yet. */
+    mw->token = mw->index << 8 | (uint8_t)(a->mtab_key[mw->index] + 1);
+    mw->adapter = a;
+    nd_adapter_ref(a);
+    mw->magic = ND_MAGIC_MW;
+    *out = mw;
+    return ND_SUCCESS;
+}
+
+ND_API uint32_t nd_mw_get_remote_token(nd_mw *mw)
+{
+    return mw && mw->magic == ND_MAGIC_MW ? mw->token : 0;
+}
+
+ND_API nd_status nd_mw_close(nd_mw *mw)
+{
+    if (!mw || mw->magic != ND_MAGIC_MW)
+        return ND_INVALID_HANDLE;
+    if (mw->bound_to)
+        return ND_DEVICE_BUSY;
+    nd_mtab_free(mw->adapter, mw->index);
+    mw->magic = ND_MAGIC_DEAD;
+    nd_adapter_unref(mw->adapter);
+    free(mw);
+    return ND_SUCCESS;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The token table: one entry per memory region or window of an adapter, in the adapter's
+ * shared region so that same-host peers check remote access against it without asking
+ * us. Tokens are iWARP-style STags: a 24-bit index and an 8-bit key that changes on
+ * every reuse, so a stale token never matches.
+ */
+#ifndef ND_MEM_INT_H
+#define ND_MEM_INT_H
+
+#include "core.h"
+
+enum nd_mtab_kind { ND_MTAB_FREE = 0, ND_MTAB_MR = 1, ND_MTAB_MW = 2 };
+
+/* Rights a remote access needs (the ND_MR_FLAG_* bits with ALLOW_REMOTE_WRITE as 0x4). */
+#define ND_ACCESS_REMOTE_READ   0x2u
+#define ND_ACCESS_REMOTE_WRITE  0x4u
+#define ND_ACCESS_LOCAL_WRITE   0x1u
+
+struct nd_mtab_entry {
+    _Atomic uint32_t seq;       /* seqlock: odd while the entry is being changed */
+    uint32_t token;             /* index << 8 | key while valid; 0 while not */
+    uint32_t access;            /* ND_MR_FLAG_* bits (windows: read/write as remote flags) */
+    uint32_t kind;              /* enum nd_mtab_kind */
+    uint64_t addr;
+    uint64_t length;
+};
+
+#define ND_TOKEN_INDEX(t) ((t) >> 8)
+
+nd_status nd_mtab_init(struct nd_adapter *a);
+void nd_mtab_destroy(struct nd_adapter *a);
+nd_status nd_mtab_alloc(struct nd_adapter *a, enum nd_mtab_kind kind, uint32_t *index);
+void nd_mtab_free(struct nd_adapter *a, uint32_t index);
+/* Make entry @index valid with a new key; returns the token. Adapter lock not needed. */
+uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, uint64_t len,
+                         uint32_t access);
+void nd_mtab_revoke(struct nd_adapter *a, uint32_t index);
+
+/*
+ * nd_mtab_check - may @token be used for [addr, addr+len) with @need rights?
+ * @table/@entries may be a peer's table mapped read-only. Returns ND_SUCCESS or
+ * ND_ACCESS_VIOLATION. Reads the entry under its seqlock, so never a torn entry.
+ */
+nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
+                        uint64_t addr, uint64_t len, uint32_t need);
+
+#endif

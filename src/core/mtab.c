@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+#include "mem_int.h"
+
+#include <stdlib.h>
+
+nd_status nd_mtab_init(struct nd_adapter *a)
+{
+    a->mtab_free = malloc(ND_MTAB_ENTRIES * sizeof(uint32_t));
+    a->mtab_key = calloc(ND_MTAB_ENTRIES, 1);
+    if (!a->mtab_free || !a->mtab_key) {
+        free(a->mtab_free);
+        free(a->mtab_key);
+        return ND_NO_MEMORY;
+    }
+    /* Index 0 is never handed out, so no valid token is 0. Low indices are used first. */
+    a->mtab_nfree = 0;
+    for (uint32_t i = ND_MTAB_ENTRIES - 1; i >= 1; i--)
+        a->mtab_free[a->mtab_nfree++] = i;
+    return ND_SUCCESS;
+}
+
+void nd_mtab_destroy(struct nd_adapter *a)
+{
+    free(a->mtab_free);
+    free(a->mtab_key);
+}
+
+nd_status nd_mtab_alloc(struct nd_adapter *a, enum nd_mtab_kind kind, uint32_t *index)
+{
+    nd_status st = ND_INSUFFICIENT_RESOURCES;
+
+    pthread_mutex_lock(&a->lock);
+    if (a->mtab_nfree) {
+        *index = a->mtab_free[--a->mtab_nfree];
+        a->mtab[*index].kind = kind;
+        st = ND_SUCCESS;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+void nd_mtab_free(struct nd_adapter *a, uint32_t index)
+{
+    nd_mtab_revoke(a, index);
+    pthread_mutex_lock(&a->lock);
+    a->mtab[index].kind = ND_MTAB_FREE;
+    a->mtab_free[a->mtab_nfree++] = index;
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* Writers of one entry are serialised by its owning object; readers use the seqlock. */
+static void entry_write_begin(struct nd_mtab_entry *e)
+{
+    atomic_store_explicit(&e->seq, atomic_load_explicit(&e->seq, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+}
+
+static void entry_write_end(struct nd_mtab_entry *e)
+{
+    atomic_store_explicit(&e->seq, atomic_load_explicit(&e->seq, memory_order_relaxed) + 1,
+                          memory_order_release);
+}
+
+uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, uint64_t len,
+                         uint32_t access)
+{
+    struct nd_mtab_entry *e = &a->mtab[index];
+    uint32_t token = index << 8 | ++a->mtab_key[index];
+
+    entry_write_begin(e);
+    __atomic_store_n(&e->addr, addr, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->length, len, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->access, access, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->token, token, __ATOMIC_RELAXED);
+    entry_write_end(e);
+    return token;
+}
+
+void nd_mtab_revoke(struct nd_adapter *a, uint32_t index)
+{
+    struct nd_mtab_entry *e = &a->mtab[index];
+
+    entry_write_begin(e);
+    __atomic_store_n(&e->token, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->access, 0, __ATOMIC_RELAXED);
+    entry_write_end(e);
+}
+
+nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
+                        uint64_t addr, uint64_t len, uint32_t need)
+{
+    uint32_t index = ND_TOKEN_INDEX(token), seq, etoken, access;
+    uint64_t eaddr, elen;
+
+    if (index == 0 || index >= entries)
+        return ND_ACCESS_VIOLATION;
+    const struct nd_mtab_entry *e = &table[index];
+    int tries = 0;
+    do {
+        if (++tries > 1000)   /* a writer stuck mid-update (or a hostile table): refuse */
+            return ND_ACCESS_VIOLATION;
+        seq = atomic_load_explicit(&e->seq, memory_order_acquire);
+        etoken = __atomic_load_n(&e->token, __ATOMIC_RELAXED);
+        access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
+        eaddr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
+        elen = __atomic_load_n(&e->length, __ATOMIC_RELAXED);
+        atomic_thread_fence(memory_order_acquire);
+    } while ((seq & 1) || seq != atomic_load_explicit(&e->seq, memory_order_relaxed));
+    if (etoken != token || (access & need) != need)
+        return ND_ACCESS_VIOLATION;
+    /* [addr, addr+len) inside [eaddr, eaddr+elen), written so that nothing overflows. */
+    if (addr < eaddr || addr - eaddr > elen || len > elen - (addr - eaddr))
+        return ND_ACCESS_VIOLATION;
+    return ND_SUCCESS;
+}

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+/* Overlapped requests: pending FIFOs per object, completion, and waiting on one request. */
+#include "core.h"
+#include "log.h"
+
+/*
+ * ov->internal_state is the request's futex word: IDLE while pending with nobody blocked
+ * on it, WAITER once a thread sleeps in nd_get_overlapped_result, DONE once completed.
+ * The completer swaps in DONE before it publishes the status, so it only needs to wake
+ * when it saw WAITER; it never reads the request again after publishing the status,
+ * because the owner may reuse or free it from that moment on.
+ */
+enum { OV_IDLE = 0, OV_WAITER = 1, OV_DONE = 2 };
+
+void nd_ovobj_init(struct nd_ovobj *obj, struct nd_port *port, const struct nd_ovobj_ops *ops)
+{
+    obj->port = port;
+    obj->ops = ops;
+    obj->head = obj->tail = NULL;
+}
+
+void nd_ov_start(struct nd_ovobj *obj, nd_overlapped *ov)
+{
+    ov->bytes = 0;
+    ov->internal_next = NULL;
+    ov->internal_owner = obj;
+    __atomic_store_n(&ov->internal_state, OV_IDLE, __ATOMIC_RELAXED);
+    __atomic_store_n(&ov->status, ND_PENDING, __ATOMIC_RELEASE);
+    if (obj->tail)
+        obj->tail->internal_next = ov;
+    else
+        obj->head = ov;
+    obj->tail = ov;
+}
+
+nd_overlapped *nd_ov_take_all(struct nd_ovobj *obj)
+{
+    nd_overlapped *head = obj->head;
+
+    obj->head = obj->tail = NULL;
+    return head;
+}
+
+nd_overlapped *nd_ov_next(nd_overlapped *ov)
+{
+    return ov->internal_next;
+}
+
+bool nd_ov_is_pending(const nd_overlapped *ov)
+{
+    return __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE) == ND_PENDING;
+}
+
+void nd_ovbatch_init(struct nd_ovbatch *b, struct nd_port *port)
+{
+    b->port = port;
+    b->head = b->tail = NULL;
+}
+
+void nd_ov_finish(nd_overlapped *ov, nd_status status, uint64_t bytes, struct nd_ovbatch *batch)
+{
+    uint32_t prev;
+
+    ov->bytes = bytes;
+    ov->internal_next = NULL;
+    if (!(ov->flags & ND_OV_FLAG_NO_PORT) && batch) {
+        if (batch->tail)
+            batch->tail->internal_next = ov;
+        else
+            batch->head = ov;
+        batch->tail = ov;
+    }
+    prev = __atomic_exchange_n(&ov->internal_state, OV_DONE, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&ov->status, status, __ATOMIC_RELEASE);
+    if (prev == OV_WAITER)
+        nd_futex_wake(&ov->internal_state, 1 << 30);
+}
+
+/* Default wait: sleep on the request's futex word until the completer publishes. */
+static void ov_futex_wait(nd_overlapped *ov)
+{
+    while (nd_ov_is_pending(ov)) {
+        uint32_t st = OV_IDLE;
+
+        if (__atomic_compare_exchange_n(&ov->internal_state, &st, OV_WAITER, false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) ||
+            st == OV_WAITER)
+            nd_futex_wait(&ov->internal_state, OV_WAITER, -1);
+        else
+            nd_cpu_relax();   /* DONE: the status store is a few instructions away */
+    }
+}
+
+ND_API nd_status nd_get_overlapped_result(nd_overlapped *ov, int wait)
+{
+    struct nd_ovobj *obj;
+    nd_status s;
+
+    if (!ov)
+        return ND_INVALID_PARAMETER_1;
+    s = __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE);
+    if (s != ND_PENDING || !wait)
+        return s;
+    obj = ov->internal_owner;
+    if (obj && obj->ops && obj->ops->wait)
+        obj->ops->wait(obj, ov);
+    else
+        ov_futex_wait(ov);
+    return __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE);
+}
+
+void nd_ovbatch_remove(struct nd_ovbatch *b, nd_overlapped *ov)
+{
+    nd_overlapped *prev = NULL;
+
+    for (nd_overlapped *cur = b->head; cur; prev = cur, cur = cur->internal_next) {
+        if (cur != ov)
+            continue;
+        if (prev)
+            prev->internal_next = cur->internal_next;
+        else
+            b->head = cur->internal_next;
+        if (b->tail == cur)
+            b->tail = prev;
+        cur->internal_next = NULL;
+        return;
+    }
+}
+
+void nd_ov_requeue(struct nd_ovobj *obj, nd_overlapped *ov)
+{
+    ov->internal_next = NULL;
+    if (obj->tail)
+        obj->tail->internal_next = ov;
+    else
+        obj->head = ov;
+    obj->tail = ov;
+}

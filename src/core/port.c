@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The completion port: an epoll set over the event sources of its objects (CQ eventfds,
+ * edge-triggered) plus a FIFO of completed requests whose non-emptiness is mirrored in a
+ * level-triggered eventfd, so the epoll fd itself polls readable exactly when
+ * nd_port_wait(port, 0) has something to do.
+ */
+#include "core.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define QUEUE_EVENT_ID UINT64_MAX
+
+struct port_source {
+    void *obj;                  /* NULL when the slot is free */
+    nd_port_signal_fn fn;
+    uint32_t gen;               /* bumped on reuse so stale epoll events are ignored */
+    uint32_t next_free;
+};
+
+struct nd_port {
+    uint32_t magic;
+    atomic_uint objects;        /* objects created on this port */
+    int epfd;
+    int queue_fd;
+    pthread_mutex_t queue_lock;
+    nd_overlapped *head, *tail;
+    bool queue_fd_raised;       /* queue_fd's counter is nonzero */
+    pthread_mutex_t source_lock;
+    struct port_source *src;
+    uint32_t nsrc, cap, free_head;
+};
+
+bool nd_port_valid(const struct nd_port *port)
+{
+    return port && port->magic == ND_MAGIC_PORT;
+}
+
+void nd_port_ref(struct nd_port *port)
+{
+    atomic_fetch_add(&port->objects, 1);
+}
+
+void nd_port_unref(struct nd_port *port)
+{
+    atomic_fetch_sub(&port->objects, 1);
+}
+
+ND_API nd_status nd_port_create(nd_port **out)
+{
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = QUEUE_EVENT_ID };
+    struct nd_port *port;
+
+    if (!out)
+        return ND_INVALID_PARAMETER_1;
+    port = calloc(1, sizeof(*port));
+    if (!port)
+        return ND_NO_MEMORY;
+    port->epfd = epoll_create1(EPOLL_CLOEXEC);
+    port->queue_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (port->epfd < 0 || port->queue_fd < 0 ||
+        epoll_ctl(port->epfd, EPOLL_CTL_ADD, port->queue_fd, &ev) < 0) {
+        nd_log(ND_LOG_ERROR, ND_SUB_PORT, "port creation failed: %m");
+        if (port->epfd >= 0)
+            close(port->epfd);
+        if (port->queue_fd >= 0)
+            close(port->queue_fd);
+        free(port);
+        return ND_INSUFFICIENT_RESOURCES;
+    }
+    pthread_mutex_init(&port->queue_lock, NULL);
+    pthread_mutex_init(&port->source_lock, NULL);
+    port->free_head = UINT32_MAX;
+    port->magic = ND_MAGIC_PORT;
+    *out = port;
+    return ND_SUCCESS;
+}
+
+ND_API nd_status nd_port_close(nd_port *port)
+{
+    if (!nd_port_valid(port))
+        return ND_INVALID_HANDLE;
+    if (atomic_load(&port->objects) != 0)
+        return ND_DEVICE_BUSY;
+    port->magic = ND_MAGIC_DEAD;
+    close(port->epfd);
+    close(port->queue_fd);
+    pthread_mutex_destroy(&port->queue_lock);
+    pthread_mutex_destroy(&port->source_lock);
+    free(port->src);
+    free(port);
+    return ND_SUCCESS;
+}
+
+ND_API int nd_port_fd(const nd_port *port)
+{
+    return nd_port_valid(port) ? port->epfd : -1;
+}
+
+/* Keep queue_fd's counter nonzero exactly while the queue is not empty. Under queue_lock. */
+static void queue_fd_update(struct nd_port *port)
+{
+    uint64_t v = 1;
+
+    if (port->head && !port->queue_fd_raised) {
+        if (write(port->queue_fd, &v, sizeof(v)) == sizeof(v))
+            port->queue_fd_raised = true;
+    } else if (!port->head && port->queue_fd_raised) {
+        if (read(port->queue_fd, &v, sizeof(v)) == sizeof(v) || errno == EAGAIN)
+            port->queue_fd_raised = false;
+    }
+}
+
+static void queue_append(struct nd_port *port, nd_overlapped *head, nd_overlapped *tail)
+{
+    if (port->tail)
+        port->tail->internal_next = head;
+    else
+        port->head = head;
+    port->tail = tail;
+}
+
+static nd_overlapped *queue_pop(struct nd_port *port)
+{
+    nd_overlapped *ov = port->head;
+
+    if (ov) {
+        port->head = ov->internal_next;
+        if (!port->head)
+            port->tail = NULL;
+        ov->internal_next = NULL;
+    }
+    return ov;
+}
+
+void nd_port_deliver(struct nd_ovbatch *b)
+{
+    struct nd_port *port = b->port;
+
+    if (!b->head)
+        return;
+    pthread_mutex_lock(&port->queue_lock);
+    queue_append(port, b->head, b->tail);
+    queue_fd_update(port);
+    pthread_mutex_unlock(&port->queue_lock);
+    b->head = b->tail = NULL;
+}
+
+/* Append @b behind anything already queued (FIFO), then take the oldest request. */
+static nd_overlapped *deliver_and_take(struct nd_port *port, struct nd_ovbatch *b)
+{
+    nd_overlapped *ov;
+
+    pthread_mutex_lock(&port->queue_lock);
+    if (b->head)
+        queue_append(port, b->head, b->tail);
+    ov = queue_pop(port);
+    queue_fd_update(port);
+    pthread_mutex_unlock(&port->queue_lock);
+    b->head = b->tail = NULL;
+    return ov;
+}
+
+nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_signal_fn fn,
+                             uint32_t *id)
+{
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+    nd_status st = ND_SUCCESS;
+    uint32_t idx;
+
+    pthread_mutex_lock(&port->source_lock);
+    if (port->free_head != UINT32_MAX) {
+        idx = port->free_head;
+        port->free_head = port->src[idx].next_free;
+    } else {
+        if (port->nsrc == port->cap) {
+            uint32_t cap = port->cap ? port->cap * 2 : 16;
+            struct port_source *n = realloc(port->src, cap * sizeof(*n));
+
+            if (!n) {
+                st = ND_NO_MEMORY;
+                goto out;
+            }
+            port->src = n;
+            port->cap = cap;
+        }
+        idx = port->nsrc++;
+        port->src[idx].gen = 0;
+    }
+    port->src[idx].obj = obj;
+    port->src[idx].fn = fn;
+    ev.data.u64 = (uint64_t)port->src[idx].gen << 32 | idx;
+    if (epoll_ctl(port->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        port->src[idx].obj = NULL;
+        port->src[idx].next_free = port->free_head;
+        port->free_head = idx;
+        st = errno == ENOMEM ? ND_NO_MEMORY : ND_INSUFFICIENT_RESOURCES;
+        goto out;
+    }
+    *id = idx;
+out:
+    pthread_mutex_unlock(&port->source_lock);
+    return st;
+}
+
+void nd_port_del_source(struct nd_port *port, uint32_t id, int fd)
+{
+    pthread_mutex_lock(&port->source_lock);
+    epoll_ctl(port->epfd, EPOLL_CTL_DEL, fd, NULL);
+    port->src[id].obj = NULL;
+    port->src[id].gen++;
+    port->src[id].next_free = port->free_head;
+    port->free_head = id;
+    pthread_mutex_unlock(&port->source_lock);
+}
+
+static void dispatch(struct nd_port *port, uint64_t data, struct nd_ovbatch *batch)
+{
+    uint32_t idx = (uint32_t)data, gen = (uint32_t)(data >> 32);
+
+    pthread_mutex_lock(&port->source_lock);
+    if (idx < port->nsrc && port->src[idx].obj && port->src[idx].gen == gen)
+        port->src[idx].fn(port->src[idx].obj, batch);
+    pthread_mutex_unlock(&port->source_lock);
+}
+
+static int remaining_ms(int timeout_ms, uint64_t deadline)
+{
+    uint64_t now;
+
+    if (timeout_ms <= 0)
+        return timeout_ms < 0 ? -1 : 0;
+    now = nd_now_ns();
+    return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+ND_API nd_status nd_port_wait(nd_port *port, int timeout_ms, nd_overlapped **out)
+{
+    uint64_t deadline = timeout_ms > 0 ? nd_now_ns() + (uint64_t)timeout_ms * 1000000 : 0;
+    struct epoll_event ev[32];
+    struct nd_ovbatch batch;
+    nd_overlapped *ov;
+
+    if (!nd_port_valid(port))
+        return ND_INVALID_PARAMETER_1;
+    if (!out)
+        return ND_INVALID_PARAMETER_3;
+    nd_ovbatch_init(&batch, port);
+    for (bool expired = false;; ) {
+        int wait, n;
+
+        ov = deliver_and_take(port, &batch);
+        if (ov) {
+            *out = ov;
+            return ND_SUCCESS;
+        }
+        if (expired)
+            return ND_TIMEOUT;
+        wait = remaining_ms(timeout_ms, deadline);
+        n = epoll_wait(port->epfd, ev, (int)ND_ARRAY_SIZE(ev), wait);
+        if (n < 0 && errno != EINTR)
+            return ND_INTERNAL_ERROR;
+        for (int i = 0; i < n; i++)
+            if (ev[i].data.u64 != QUEUE_EVENT_ID)
+                dispatch(port, ev[i].data.u64, &batch);
+        expired = wait == 0;
+    }
+}
+
+ND_API nd_status nd_port_post(nd_port *port, nd_overlapped *ov, nd_status status, uint64_t bytes)
+{
+    struct nd_ovbatch batch;
+
+    if (!nd_port_valid(port))
+        return ND_INVALID_PARAMETER_1;
+    if (!ov)
+        return ND_INVALID_PARAMETER_2;
+    nd_ovbatch_init(&batch, port);
+    ov->internal_owner = NULL;
+    ov->flags &= ~ND_OV_FLAG_NO_PORT;
+    nd_ov_finish(ov, status, bytes, &batch);
+    nd_port_deliver(&batch);
+    return ND_SUCCESS;
+}

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+/* nd_info: the served addresses, every adapter-info field per adapter, and every knob. */
+#include <netdirect/netdirect.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *addr_str(const struct sockaddr *sa, char *buf, size_t len)
+{
+    const void *src = sa->sa_family == AF_INET ? (const void *)&((const struct sockaddr_in *)sa)->sin_addr
+                                               : (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+    return inet_ntop(sa->sa_family, src, buf, (socklen_t)len) ? buf : "?";
+}
+
+static nd_address_list *query_addresses(void)
+{
+    uint32_t size = 0;
+    nd_address_list *list = NULL;
+    nd_status st;
+
+    /* Size probe, then fetch; the list may grow in between, so loop. */
+    while ((st = nd_query_address_list(list, &size)) == ND_BUFFER_OVERFLOW) {
+        free(list);
+        list = malloc(size);
+        if (!list)
+            return NULL;
+    }
+    if (st != ND_SUCCESS) {
+        fprintf(stderr, "nd_query_address_list: %s\n", nd_strerror(st));
+        free(list);
+        return NULL;
+    }
+    return list;
+}
+
+static void print_flags(uint32_t flags)
+{
+    static const struct { uint32_t bit; const char *name; } names[] = {
+        { ND_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED, "IN_ORDER_DMA" },
+        { ND_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED, "CQ_INTERRUPT_MODERATION" },
+        { ND_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED, "MULTI_ENGINE" },
+        { ND_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED, "CQ_RESIZE" },
+        { ND_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED, "LOOPBACK_CONNECTIONS" },
+    };
+
+    printf("  %-32s 0x%08x", "AdapterFlags", flags);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (flags & names[i].bit)
+            printf(" %s", names[i].name);
+    printf("\n");
+}
+
+static void print_info(const nd_adapter_info *i)
+{
+#define U(label, v) printf("  %-32s %llu\n", label, (unsigned long long)(v))
+    printf("  %-32s 0x%x\n", "InfoVersion", i->info_version);
+    printf("  %-32s 0x%04x\n", "VendorId", i->vendor_id);
+    printf("  %-32s 0x%04x\n", "DeviceId", i->device_id);
+    printf("  %-32s 0x%016llx\n", "AdapterId", (unsigned long long)i->adapter_id);
+    U("MaxRegistrationSize", i->max_registration_size);
+    U("MaxWindowSize", i->max_window_size);
+    U("MaxInitiatorSge", i->max_initiator_sge);
+    U("MaxReceiveSge", i->max_receive_sge);
+    U("MaxReadSge", i->max_read_sge);
+    U("MaxTransferLength", i->max_transfer_length);
+    U("MaxInlineDataSize", i->max_inline_data_size);
+    U("MaxInboundReadLimit", i->max_inbound_read_limit);
+    U("MaxOutboundReadLimit", i->max_outbound_read_limit);
+    U("MaxReceiveQueueDepth", i->max_receive_queue_depth);
+    U("MaxInitiatorQueueDepth", i->max_initiator_queue_depth);
+    U("MaxSharedReceiveQueueDepth", i->max_shared_receive_queue_depth);
+    U("MaxCompletionQueueDepth", i->max_completion_queue_depth);
+    U("InlineRequestThreshold", i->inline_request_threshold);
+    U("LargeRequestThreshold", i->large_request_threshold);
+    U("MaxCallerData", i->max_caller_data);
+    U("MaxCalleeData", i->max_callee_data);
+    print_flags(i->adapter_flags);
+#undef U
+}
+
+static int show_adapter(const struct sockaddr *sa, int len, uint64_t *seen, int *nseen)
+{
+    nd_adapter_info info = { .info_version = ND_VERSION_2 };
+    uint32_t size = sizeof(info);
+    nd_adapter *adapter;
+    uint64_t id;
+    nd_status st = nd_resolve_address(sa, (uint32_t)len, &id);
+
+    if (st != ND_SUCCESS)
+        return fprintf(stderr, "nd_resolve_address: %s\n", nd_strerror(st)), 1;
+    for (int i = 0; i < *nseen; i++)
+        if (seen[i] == id)
+            return 0;
+    seen[(*nseen)++] = id;
+    st = nd_open_adapter(id, &adapter);
+    if (st == ND_SUCCESS)
+        st = nd_adapter_query(adapter, &info, &size);
+    if (st != ND_SUCCESS)
+        return fprintf(stderr, "adapter 0x%016llx: %s\n", (unsigned long long)id, nd_strerror(st)), 1;
+    printf("\nadapter 0x%016llx\n", (unsigned long long)id);
+    print_info(&info);
+    nd_adapter_close(adapter);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    nd_address_list *list = query_addresses();
+    uint64_t seen[256];
+    int nseen = 0, rc = 0;
+    char buf[INET6_ADDRSTRLEN];
+
+    (void)argc;
+    (void)argv;
+    printf("netdirect %s\n\naddresses\n", nd_version_string());
+    if (!list)
+        return 1;
+    for (int i = 0; i < list->address_count; i++)
+        printf("  %s\n", addr_str(list->address[i].sockaddr, buf, sizeof(buf)));
+    for (int i = 0; i < list->address_count && nseen < 256; i++)
+        rc |= show_adapter(list->address[i].sockaddr, list->address[i].sockaddr_length, seen, &nseen);
+    printf("\nenvironment\n");
+    for (uint32_t i = 0; i < nd_config_count(); i++) {
+        nd_config_knob k;
+
+        if (nd_config_get(i, &k) == ND_SUCCESS)
+            printf("  %-14s = %-8s (default %s) %s\n", k.name, k.value, k.default_value, k.description);
+    }
+    free(list);
+    return rc;
+}
