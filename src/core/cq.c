@@ -27,6 +27,9 @@ struct nd_cq_src {
 };
 
 static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov);
+static uint32_t queued_entries(struct nd_cq *cq);
+static void cq_fail_locked(struct nd_cq *cq, nd_status status, struct nd_ovbatch *b);
+static void poke_waiters(struct nd_cq *cq);
 static const struct nd_ovobj_ops cq_ov_ops = { .wait = cq_wait };
 
 static struct nd_cq *cq_of_ovobj(struct nd_ovobj *obj)
@@ -86,6 +89,18 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
     if (!cq || cq->magic != ND_MAGIC_CQ || !results)
         return 0;
     pthread_mutex_lock(&cq->lock);
+    /* Rings cannot lose entries, but ND makes a CQ holding more than its depth fatal:
+     * check before draining, so a polling-only consumer sees the overrun too. */
+    if (ND_UNLIKELY(cq->error == ND_SUCCESS && queued_entries(cq) > cq->depth)) {
+        struct nd_ovbatch b;
+
+        nd_ovbatch_init(&b, cq->ov.port);
+        cq_fail_locked(cq, ND_BUFFER_OVERFLOW, &b);
+        pthread_mutex_unlock(&cq->lock);
+        nd_port_deliver(&b);
+        poke_waiters(cq);
+        pthread_mutex_lock(&cq->lock);
+    }
     for (uint32_t i = 0, start = cq->next_scan; i < cq->nsrc && n < max; i++)
         n += src_drain(cq->src[(start + i) % cq->nsrc], results + n, max - n);
     if (cq->nsrc)
@@ -211,10 +226,19 @@ static void cq_on_signal(void *obj, struct nd_ovbatch *b)
     pthread_mutex_lock(&cq->lock);
     progressed = cq_progress(cq, b);
     pthread_mutex_unlock(&cq->lock);
-    /* A wake-up with nothing to do: reset the counter, so a peer that saturated it
-     * cannot keep later signals from producing edges. */
-    if (!progressed && read(cq->signal_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+    if (progressed)
+        return;
+    /*
+     * A wake-up with nothing to do (a stale edge, or a peer that saturated the counter):
+     * reset the counter so later signals produce edges again. epoll re-polls an
+     * edge-triggered fd when it reports it, so a signal that lands between our check and
+     * this read would be swallowed with the counter: check again after the read.
+     */
+    if (read(cq->signal_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
         nd_log(ND_LOG_WARN, ND_SUB_CQ, "eventfd read failed: %m");
+    pthread_mutex_lock(&cq->lock);
+    cq_progress(cq, b);
+    pthread_mutex_unlock(&cq->lock);
 }
 
 static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)

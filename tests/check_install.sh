@@ -1,0 +1,23 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# cmake --install into a scratch prefix, then build a consumer through pkg-config, as C and C++.
+set -eu
+build=$1 cc=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" > /dev/null
+pc=$(find "$tmp/prefix" -name netdirect.pc)
+[ -n "$pc" ] || { echo "no netdirect.pc installed"; exit 1; }
+command -v pkg-config > /dev/null || { echo "pkg-config is not installed"; exit 1; }
+export PKG_CONFIG_PATH=$(dirname "$pc")
+cat > "$tmp/use.c" <<'C'
+#include <netdirect/netdirect.h>
+#include <stdio.h>
+int main(void) { puts(nd_strerror(ND_PENDING)); return 0; }
+C
+cp "$tmp/use.c" "$tmp/use.cpp"
+"${CXX:-c++}" "$tmp/use.cpp" -o "$tmp/use_cpp" $(pkg-config --define-variable=prefix="$tmp/prefix" --cflags --libs netdirect)
+"$cc" "$tmp/use.c" -o "$tmp/use" $(pkg-config --define-variable=prefix="$tmp/prefix" --cflags --libs netdirect)
+out=$(LD_LIBRARY_PATH=$(pkg-config --define-variable=prefix="$tmp/prefix" --variable=libdir netdirect) "$tmp/use")
+[ "$out" = "ND_PENDING" ] || { echo "consumer printed '$out'"; exit 1; }
+echo "installed; consumer built with pkg-config and ran"

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A CQ fed by a producer in another process, as the shm transport will do: the child
+ * maps the adapter's region read-only (arm words), writes a ring in memory shared only
+ * with it, and signals the CQ's eventfd. The parent blocks on the port. Checks: 100,000
+ * streamed completions with the parent re-arming and sleeping (a lost wake-up hangs and
+ * fails by timeout), the child cannot write the arm word, a saturated eventfd or a
+ * broken ring from the child does not wedge the CQ.
+ */
+#include "t_ring.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#define STREAM 100000u
+
+struct shared_rings {
+    struct nd_ring_hdr hdr;
+    struct nd_cqe ents[T_RING_ENTRIES];
+    struct nd_ring_hdr bad_hdr;
+    struct nd_cqe bad_ents[T_RING_ENTRIES];
+};
+
+static int to_child[2], to_parent[2];
+
+static void child(struct shared_rings *sr, int ro_fd, size_t region, uint32_t arm_slot, int signal_fd)
+{
+    uint8_t *map = mmap(NULL, region, PROT_READ, MAP_SHARED, ro_fd, 0);
+    struct nd_ring_producer p = { .hdr = &sr->hdr, .ents = sr->ents, .mask = T_RING_ENTRIES - 1,
+                                  .signal_fd = signal_fd };
+    char cmd;
+
+    CHECK(map != MAP_FAILED);
+    /* Read-only in the peer: no write mapping, no upgrade. */
+    CHECK(mprotect(map, 4096, PROT_READ | PROT_WRITE) < 0 && errno == EACCES);
+    CHECK(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, ro_fd, 0) == MAP_FAILED);
+    p.arm = (const _Atomic uint32_t *)(map + (size_t)arm_slot * ND_CACHELINE);
+    while (read(to_child[0], &cmd, 1) == 1) {
+        if (cmd == 'S') {
+            for (uint32_t i = 0; i < STREAM; i++) {
+                struct nd_cqe e = { .wr_index = i % 1000, .bytes = i, .type = ND_REQUEST_TYPE_RECEIVE };
+
+                while (nd_ring_produce(&p, &e) < 0)
+                    sched_yield();      /* ring full: the parent drains it */
+            }
+        } else if (cmd == 'H') {
+            /* Fill the counter to its maximum, whatever it holds now. */
+            for (uint64_t v = 0xfffffffffffffffeull; v;)
+                if (write(signal_fd, &v, sizeof(v)) != sizeof(v))
+                    v >>= 1;
+            uint64_t one = 1;
+            CHECK(write(signal_fd, &one, sizeof(one)) < 0 && errno == EAGAIN);
+        } else if (cmd == 'B') {
+            atomic_store(&sr->bad_hdr.prod, 12345);
+        } else if (cmd == 'O') {
+            struct nd_cqe e = { .wr_index = 1, .type = ND_REQUEST_TYPE_SEND };
+
+            CHECK(nd_ring_produce(&p, &e) == 0);
+        } else {
+            _exit(0);
+        }
+        CHECK(write(to_parent[1], "k", 1) == 1);
+    }
+    _exit(0);
+}
+
+static void command(char c)
+{
+    char ack;
+
+    CHECK(write(to_child[1], &c, 1) == 1);
+    if (c != 'S' && c != 'Q')
+        CHECK(read(to_parent[0], &ack, 1) == 1);
+}
+
+int main(void)
+{
+    nd_adapter *a = t_open_loopback();
+    struct shared_rings *sr = mmap(NULL, sizeof(*sr), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct nd_cq_src *src, *bad_src;
+    struct t_ring owner = { 0 }, bad_owner = { 0 };
+    nd_overlapped ov = { 0 }, *got;
+    nd_result res[64];
+    nd_port *port;
+    nd_cq *cq;
+    pid_t pid;
+    uint32_t received = 0, sleeps = 0;
+    char ack;
+
+    CHECK(sr != MAP_FAILED);
+    CHECK_ST(nd_port_create(&port), ND_SUCCESS);
+    CHECK_ST(nd_adapter_create_completion_queue(a, port, 1024, 0, 0, &cq), ND_SUCCESS);
+    CHECK_ST(nd_cq_attach(cq, &sr->hdr, sr->ents, T_RING_ENTRIES, &t_ring_ops, &owner, &src), ND_SUCCESS);
+    CHECK_ST(nd_cq_attach(cq, &sr->bad_hdr, sr->bad_ents, T_RING_ENTRIES, &t_ring_ops, &bad_owner, &bad_src),
+             ND_SUCCESS);
+    int ro_fd = nd_adapter_export_ro_fd(a);
+    CHECK(ro_fd >= 0);
+    CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(to_child[1]);
+        close(to_parent[0]);
+        child(sr, ro_fd, a->shm_size, cq->arm_slot, cq->signal_fd);
+    }
+    close(to_child[0]);
+    close(to_parent[1]);
+
+    /* Stream: drain, re-arm, sleep on the port when the arm finds nothing. */
+    command('S');
+    while (received < STREAM) {
+        uint32_t n;
+
+        while ((n = nd_cq_get_results(cq, res, 64)) > 0) {
+            for (uint32_t i = 0; i < n; i++, received++)
+                CHECK(res[i].bytes_transferred == received && res[i].qp_context == &owner &&
+                      res[i].request_context == (void *)(uintptr_t)(received % 1000 + 1));
+        }
+        if (received == STREAM)
+            break;
+        nd_status st = nd_cq_notify(cq, ND_CQ_NOTIFY_ANY, &ov);
+        CHECK(st == ND_SUCCESS || st == ND_PENDING);
+        if (st == ND_PENDING) {
+            CHECK_ST(nd_port_wait(port, ND_INFINITE, &got), ND_SUCCESS);
+            CHECK(got == &ov && ov.status == ND_SUCCESS);
+            sleeps++;
+        }
+    }
+    CHECK(read(to_parent[0], &ack, 1) == 1);
+
+    /* A peer saturating the eventfd causes one spurious wake-up, not a wedge. */
+    command('H');
+    CHECK_ST(nd_cq_notify(cq, ND_CQ_NOTIFY_ANY, &ov), ND_PENDING);
+    CHECK_ST(nd_port_wait(port, 100, &got), ND_TIMEOUT);
+    command('O');
+    CHECK_ST(nd_port_wait(port, 5000, &got), ND_SUCCESS);
+    CHECK(got == &ov && nd_cq_get_results(cq, res, 64) == 1);
+
+    /* A peer corrupting its ring's producer index breaks that ring only. */
+    command('B');
+    CHECK(nd_cq_get_results(cq, res, 64) == 0 && bad_owner.broken == 1 && owner.broken == 0);
+    CHECK_ST(nd_cq_notify(cq, ND_CQ_NOTIFY_ANY, &ov), ND_PENDING);
+    command('O');
+    CHECK_ST(nd_port_wait(port, 5000, &got), ND_SUCCESS);
+    CHECK(nd_cq_get_results(cq, res, 64) == 1);
+
+    command('Q');
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    nd_cq_detach(cq, src);
+    nd_cq_detach(cq, bad_src);
+    close(ro_fd);
+    CHECK_ST(nd_cq_close(cq), ND_SUCCESS);
+    CHECK_ST(nd_port_close(port), ND_SUCCESS);
+    CHECK_ST(nd_adapter_close(a), ND_SUCCESS);
+    printf("cross-process: %u completions, %u sleeps on the port\n", STREAM, sleeps);
+    return 0;
+}
