@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # cmake --install into a scratch prefix, then build a consumer through pkg-config, as C and C++.
 set -eu
-build=$1 cc=$2
+build=$1 cc=$2 cxx=$3 sanitize=${4:-}
+extra=""
+[ -z "$sanitize" ] || extra="-fsanitize=$sanitize"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" > /dev/null
@@ -16,8 +18,8 @@ cat > "$tmp/use.c" <<'C'
 int main(void) { puts(nd_strerror(ND_PENDING)); return 0; }
 C
 cp "$tmp/use.c" "$tmp/use.cpp"
-"${CXX:-c++}" "$tmp/use.cpp" -o "$tmp/use_cpp" $(pkg-config --define-variable=prefix="$tmp/prefix" --cflags --libs netdirect)
-"$cc" "$tmp/use.c" -o "$tmp/use" $(pkg-config --define-variable=prefix="$tmp/prefix" --cflags --libs netdirect)
+"$cxx" $extra "$tmp/use.cpp" -o "$tmp/use_cpp" $(pkg-config --define-variable=prefix="$tmp/prefix" --cflags --libs netdirect)
+"$cc" $extra "$tmp/use.c" -o "$tmp/use" $(pkg-config --define-variable=prefix="$tmp/prefix" --cflags --libs netdirect)
 out=$(LD_LIBRARY_PATH=$(pkg-config --define-variable=prefix="$tmp/prefix" --variable=libdir netdirect) "$tmp/use")
 [ "$out" = "ND_PENDING" ] || { echo "consumer printed '$out'"; exit 1; }
 echo "installed; consumer built with pkg-config and ran"

@@ -210,7 +210,8 @@ ND_API nd_status nd_srq_receive(nd_srq *s, void *ctx, const nd_sge *sge, uint32_
         e->request_context = ctx;
         e->nsge = nsge;
         e->length = (uint32_t)total;
-        memcpy(e->sge, sge, nsge * sizeof(*sge));
+        if (nsge)
+            memcpy(e->sge, sge, nsge * sizeof(*sge));
         s->count++;
     }
     pthread_mutex_unlock(&s->lock);
