@@ -1,0 +1,51 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The test suite, as CI runs it: gcc and clang with -Werror; the whole suite again under
+# ASan+UBSan; the threaded tests under TSan; each fuzz target for a short run over its
+# kept corpus. Usage: ./test.sh [quick]   (quick: the gcc build only)
+set -eu
+cd "$(dirname "$0")"
+scripts/deps.sh
+jobs=$(nproc)
+fuzz_seconds=${ND_FUZZ_SECONDS:-20}
+
+build() {
+    dir=$1
+    shift
+    cmake -S . -B "$dir" -DND_WERROR=ON "$@" > /dev/null
+    cmake --build "$dir" -j"$jobs" > "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
+}
+
+suite() {
+    dir=$1
+    shift
+    echo "== $dir"
+    (cd "$dir" && ctest -j"$jobs" --output-on-failure --timeout 300 "$@")
+}
+
+build build-ci/gcc -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
+suite build-ci/gcc
+[ "${1:-}" = quick ] && exit 0
+
+build build-ci/clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+suite build-ci/clang
+
+build build-ci/asan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DND_SANITIZE=address,undefined -DND_FUZZ=ON
+suite build-ci/asan
+
+build build-ci/tsan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DND_SANITIZE=thread
+suite build-ci/tsan -L threaded
+
+echo "== fuzz (${fuzz_seconds}s per target)"
+for f in build-ci/asan/tests/fuzz/fuzz_*; do
+    [ -x "$f" ] || continue
+    name=$(basename "$f")
+    work=$(mktemp -d)
+    cp tests/fuzz/corpus/"$name"/* "$work"/ 2>/dev/null || true
+    ND_LOG=none "$f" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$work" 2>&1 |
+        grep -E "stat::number_of_executed_units|Done|ERROR|SUMMARY" || true
+    ND_LOG=none "$f" -runs=0 "$work" > /dev/null 2>&1 || { echo "$name: crash"; rm -rf "$work"; exit 1; }
+    rm -rf "$work"
+done
+echo "all test configurations passed"
