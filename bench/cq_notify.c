@@ -97,14 +97,14 @@ static void report(const char *name, uint64_t calls, uint64_t t0, uint64_t t1, u
         report(name, c_, t0_, nd_now_ns(), n);                            \
     } while (0)
 
-static bool bench_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
+static enum nd_xlate bench_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
 {
     r->status = e->status;
     r->bytes_transferred = e->bytes;
     r->qp_context = ctx;
     r->request_context = NULL;
     r->request_type = (nd_request_type)e->type;
-    return true;
+    return ND_XLATE_OK;
 }
 
 static const struct nd_cq_src_ops bench_ops = { .translate = bench_translate };

@@ -17,16 +17,16 @@ struct t_ring {
 };
 
 /* Request contexts are wr_index + 1; indexes of 1000 and above are invalid. */
-static inline bool t_ring_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
+static inline enum nd_xlate t_ring_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
 {
     if (e->wr_index >= 1000 || e->type > ND_REQUEST_TYPE_WRITE)
-        return false;
+        return ND_XLATE_BAD;
     r->status = e->status;
     r->bytes_transferred = e->bytes;
     r->qp_context = ctx;
     r->request_context = (void *)(uintptr_t)(e->wr_index + 1);
     r->request_type = (nd_request_type)e->type;
-    return true;
+    return ND_XLATE_OK;
 }
 
 static inline void t_ring_broken(void *ctx)

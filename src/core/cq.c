@@ -60,24 +60,35 @@ static bool src_prod(struct nd_cq_src *s, uint32_t *prod)
     return true;
 }
 
+static void cq_run_progress(struct nd_cq *cq)
+{
+    for (uint32_t i = 0; i < cq->nsrc; i++)
+        if (cq->src[i]->ops->progress && !cq->src[i]->broken)
+            cq->src[i]->ops->progress(cq->src[i]->ctx);
+}
+
 static uint32_t src_drain(struct nd_cq_src *s, nd_result *out, uint32_t max)
 {
     uint32_t prod, n = 0;
 
     if (!src_prod(s, &prod))
         return 0;
-    while (n < max && s->cons + n != prod) {
+    while (n < max && s->cons != prod) {
         struct nd_cqe e;
+        enum nd_xlate x;
 
         /* Copy once, then validate the copy: the producer may rewrite the slot. */
-        memcpy(&e, &s->ents[(s->cons + n) & s->mask], sizeof(e));
-        if (!s->ops->translate(s->ctx, &e, &out[n])) {
+        memcpy(&e, &s->ents[s->cons & s->mask], sizeof(e));
+        x = s->ops->translate(s->ctx, &e, &out[n]);
+        if (x == ND_XLATE_DEFER)
+            break;
+        if (x == ND_XLATE_BAD) {
             src_break(s);
             break;
         }
-        n++;
+        s->cons++;
+        n += x == ND_XLATE_OK;
     }
-    s->cons += n;
     atomic_store_explicit(&s->hdr->cons, s->cons, memory_order_release);
     return n;
 }
@@ -101,8 +112,12 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
         poke_waiters(cq);
         pthread_mutex_lock(&cq->lock);
     }
+    cq_run_progress(cq);
     for (uint32_t i = 0, start = cq->next_scan; i < cq->nsrc && n < max; i++)
         n += src_drain(cq->src[(start + i) % cq->nsrc], results + n, max - n);
+    /* A ring that deferred to another may deliver now that the other drained. */
+    for (uint32_t i = 0; i < cq->nsrc && n < max && cq->ndefer_capable; i++)
+        n += src_drain(cq->src[i], results + n, max - n);
     if (cq->nsrc)
         cq->next_scan = (cq->next_scan + 1) % cq->nsrc;
     pthread_mutex_unlock(&cq->lock);
@@ -194,6 +209,7 @@ static bool cq_progress(struct nd_cq *cq, struct nd_ovbatch *b)
 
     if (cq->error != ND_SUCCESS)
         return false;
+    cq_run_progress(cq);
     if (queued_entries(cq) > cq->depth) {
         cq_fail_locked(cq, ND_BUFFER_OVERFLOW, b);
         return true;
@@ -468,6 +484,7 @@ nd_status nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct n
         cq->cap = cap;
     }
     cq->src[cq->nsrc++] = s;
+    cq->ndefer_capable += ops->progress != NULL;
     pthread_mutex_unlock(&cq->lock);
     *out = s;
     return ND_SUCCESS;
@@ -479,6 +496,7 @@ void nd_cq_detach(struct nd_cq *cq, struct nd_cq_src *s)
     for (uint32_t i = 0; i < cq->nsrc; i++)
         if (cq->src[i] == s) {
             cq->src[i] = cq->src[--cq->nsrc];
+            cq->ndefer_capable -= s->ops->progress != NULL;
             break;
         }
     if (cq->next_scan >= cq->nsrc)

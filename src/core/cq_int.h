@@ -8,15 +8,25 @@
 
 struct nd_cq_src;
 
+/* What the ring's owner says of one entry it was handed. */
+enum nd_xlate {
+    ND_XLATE_OK,        /* a result was written: consume the entry */
+    ND_XLATE_SKIP,      /* stale (superseded): consume it, no result */
+    ND_XLATE_DEFER,     /* not yet: another ring must deliver first; stop here for now */
+    ND_XLATE_BAD,       /* impossible: the ring is broken */
+};
+
 struct nd_cq_src_ops {
     /*
-     * Turn a copied entry into a result using the owner's private request table. Returns
-     * false when the entry cannot be (index out of range, out of order, impossible byte
-     * count or status): the ring is then treated as broken.
+     * Turn a copied entry into a result using the owner's private request table: the
+     * index must be in range and in order, the byte count possible, the status one a
+     * completion may carry. Called with the CQ lock held (never the QP lock first).
      */
-    bool (*translate)(void *ctx, const struct nd_cqe *entry, nd_result *result);
+    enum nd_xlate (*translate)(void *ctx, const struct nd_cqe *entry, nd_result *result);
     /* The ring broke the protocol. Called with the CQ lock held: must not call into the CQ. */
     void (*broken)(void *ctx);
+    /* Optional: let the owner move deferred work before the CQ looks (CQ lock held). */
+    void (*progress)(void *ctx);
 };
 
 struct nd_cq {
@@ -38,6 +48,7 @@ struct nd_cq {
     atomic_uint users;              /* queue pairs using this CQ */
     struct nd_cq_src **src;
     uint32_t nsrc, cap, next_scan;
+    uint32_t ndefer_capable;        /* rings whose owner may defer (queue pairs) */
 };
 
 nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t depth, uint16_t group,

@@ -17,16 +17,16 @@
 static nd_adapter *adapter;
 static nd_port *port;
 
-static bool strict_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
+static enum nd_xlate strict_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
 {
     if (e->wr_index >= ENTRIES || e->type > ND_REQUEST_TYPE_WRITE || e->bytes > 4096)
-        return false;
+        return ND_XLATE_BAD;
     r->status = e->status;
     r->bytes_transferred = e->bytes;
     r->qp_context = ctx;
     r->request_context = NULL;
     r->request_type = (nd_request_type)e->type;
-    return true;
+    return ND_XLATE_OK;
 }
 
 static const struct nd_cq_src_ops ops = { .translate = strict_translate };
