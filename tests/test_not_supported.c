@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The methods whose transport work belongs to later issues return ND_NOT_SUPPORTED:
- * queue-pair creation and data operations, the connector and the listener. This test
+ * the connector and the listener. This test
  * pins the current state; it changes as each piece lands.
  */
 #include "t_util.h"
@@ -16,28 +16,16 @@ int main(void)
     nd_srq *srq;
     nd_connector *c = NULL;
     nd_listener *l = NULL;
-    nd_qp *qp = NULL;
+    nd_qp *qp = NULL;   /* no connector exists to connect one */
     nd_overlapped ov = { 0 };
-    nd_sge sge = { 0 };
     uint32_t u = 0, v = 0;
 
     CHECK_ST(nd_port_create(&port), ND_SUCCESS);
     CHECK_ST(nd_adapter_create_completion_queue(a, port, 16, 0, 0, &cq), ND_SUCCESS);
     CHECK_ST(nd_adapter_create_shared_receive_queue(a, port, 16, 1, 0, 0, 0, &srq), ND_SUCCESS);
-    CHECK_ST(nd_adapter_create_queue_pair(a, cq, cq, NULL, 16, 16, 1, 1, 0, &qp), ND_NOT_SUPPORTED);
-    CHECK_ST(nd_adapter_create_queue_pair_with_srq(a, cq, cq, srq, NULL, 16, 1, 0, &qp), ND_NOT_SUPPORTED);
     CHECK_ST(nd_adapter_create_connector(a, port, &c), ND_NOT_SUPPORTED);
     CHECK_ST(nd_adapter_create_listener(a, port, &l), ND_NOT_SUPPORTED);
-    CHECK(qp == NULL && c == NULL && l == NULL);
-
-    CHECK_ST(nd_qp_flush(qp), ND_NOT_SUPPORTED);
-    CHECK_ST(nd_qp_send(qp, NULL, &sge, 1, 0), ND_NOT_SUPPORTED);
-    CHECK_ST(nd_qp_receive(qp, NULL, &sge, 1), ND_NOT_SUPPORTED);
-    CHECK_ST(nd_qp_bind(qp, NULL, NULL, NULL, NULL, 0, 0), ND_NOT_SUPPORTED);
-    CHECK_ST(nd_qp_invalidate(qp, NULL, NULL, 0), ND_NOT_SUPPORTED);
-    CHECK_ST(nd_qp_read(qp, NULL, &sge, 1, 0, 0, 0), ND_NOT_SUPPORTED);
-    CHECK_ST(nd_qp_write(qp, NULL, &sge, 1, 0, 0, 0), ND_NOT_SUPPORTED);
-    CHECK_ST(nd_qp_close(qp), ND_NOT_SUPPORTED);
+    CHECK(c == NULL && l == NULL);
 
     CHECK_ST(nd_connector_bind(c, sa, sizeof(sin)), ND_NOT_SUPPORTED);
     CHECK_ST(nd_connector_connect(c, qp, sa, sizeof(sin), 0, 0, NULL, 0, &ov), ND_NOT_SUPPORTED);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* ND API: IND2Adapter methods. Argument checks and ND statuses here; mechanics in core/. */
 #include "../core/core.h"
-#include "../core/cq_int.h"
+#include "../core/qp_int.h"
 
 #include <string.h>
 
@@ -93,8 +93,7 @@ ND_API nd_status nd_adapter_create_queue_pair(nd_adapter *a, nd_cq *rcq, nd_cq *
         return ND_INVALID_PARAMETER_7;
     if (!qp)
         return ND_INVALID_PARAMETER_10;
-    (void)context;
-    return ND_NOT_SUPPORTED;   /* queue pairs arrive with the first transport */
+    return nd_qp_create(a, rcq, icq, context, rq_depth, iq_depth, rq_sge, iq_sge, inline_size, qp);
 }
 
 ND_API nd_status nd_adapter_create_queue_pair_with_srq(nd_adapter *a, nd_cq *rcq, nd_cq *icq,

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * ND API methods whose transport work is not built yet: queue-pair data operations, the
- * connector and the listener. Each returns ND_NOT_SUPPORTED (tests/test_not_supported.c
+ * ND API methods whose transport work is not built yet: the connector and the listener. Each returns ND_NOT_SUPPORTED (tests/test_not_supported.c
  * asserts it); no object of these kinds can exist yet.
  */
 #include "../core/core.h"
@@ -14,36 +13,6 @@ ND_API nd_status nd_adapter_create_connector(nd_adapter *a, nd_port *port, nd_co
 ND_API nd_status nd_adapter_create_listener(nd_adapter *a, nd_port *port, nd_listener **l)
 {
     return nd_adapter_valid(a) ? ND_NOT_SUPPORTED : ND_INVALID_HANDLE;
-}
-
-ND_API nd_status nd_qp_close(nd_qp *qp) { return ND_NOT_SUPPORTED; }
-ND_API nd_status nd_qp_flush(nd_qp *qp) { return ND_NOT_SUPPORTED; }
-ND_API nd_status nd_qp_send(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags)
-{
-    return ND_NOT_SUPPORTED;
-}
-ND_API nd_status nd_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge)
-{
-    return ND_NOT_SUPPORTED;
-}
-ND_API nd_status nd_qp_bind(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
-                            uint32_t flags)
-{
-    return ND_NOT_SUPPORTED;
-}
-ND_API nd_status nd_qp_invalidate(nd_qp *qp, void *ctx, nd_mw *mw, uint32_t flags)
-{
-    return ND_NOT_SUPPORTED;
-}
-ND_API nd_status nd_qp_read(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
-                            uint32_t rtoken, uint32_t flags)
-{
-    return ND_NOT_SUPPORTED;
-}
-ND_API nd_status nd_qp_write(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
-                             uint32_t rtoken, uint32_t flags)
-{
-    return ND_NOT_SUPPORTED;
 }
 
 ND_API nd_status nd_connector_close(nd_connector *c) { return ND_NOT_SUPPORTED; }

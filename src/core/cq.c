@@ -86,6 +86,10 @@ static uint32_t src_drain(struct nd_cq_src *s, nd_result *out, uint32_t max)
             src_break(s);
             break;
         }
+        if (x == ND_XLATE_KEEP) {
+            n++;
+            continue;
+        }
         s->cons++;
         n += x == ND_XLATE_OK;
     }

@@ -13,6 +13,7 @@ enum nd_xlate {
     ND_XLATE_OK,        /* a result was written: consume the entry */
     ND_XLATE_SKIP,      /* stale (superseded): consume it, no result */
     ND_XLATE_DEFER,     /* not yet: another ring must deliver first; stop here for now */
+    ND_XLATE_KEEP,      /* a result was written for an earlier request: offer this entry again */
     ND_XLATE_BAD,       /* impossible: the ring is broken */
 };
 

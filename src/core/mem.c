@@ -214,3 +214,60 @@ ND_API nd_status nd_mw_close(nd_mw *mw)
     free(mw);
     return ND_SUCCESS;
 }
+
+bool nd_mr_of(const nd_mr *mr, const struct nd_adapter *a)
+{
+    return mr_valid(mr) && mr->adapter == a;
+}
+
+bool nd_mw_of(const nd_mw *mw, const struct nd_adapter *a)
+{
+    return mw && mw->magic == ND_MAGIC_MW && mw->adapter == a;
+}
+
+nd_status nd_mw_bind_check(nd_mr *mr, const void *buf, size_t len, uint32_t access)
+{
+    nd_status st = ND_ACCESS_VIOLATION;
+
+    pthread_mutex_lock(&mr->lock);
+    if (mr->registered &&
+        (!(access & ND_ACCESS_REMOTE_WRITE) || (mr->adapter->mtab[mr->index].access & ND_MR_FLAG_ALLOW_LOCAL_WRITE)))
+        st = nd_mtab_check(mr->adapter->mtab, ND_MTAB_ENTRIES, mr->token, (uintptr_t)buf, len, 0);
+    pthread_mutex_unlock(&mr->lock);
+    return st;
+}
+
+/* Bind @mw to [buf, buf+len) inside @mr with remote @access; the new token is valid at once. */
+nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access)
+{
+    nd_status st = ND_SUCCESS;
+    uint32_t rights;
+
+    pthread_mutex_lock(&mr->lock);
+    rights = mr->registered ? mr->adapter->mtab[mr->index].access : 0;
+    if (!mr->registered || mw->bound_to)
+        st = ND_INVALID_DEVICE_REQUEST;
+    else if ((access & ND_ACCESS_REMOTE_WRITE) && !(rights & ND_MR_FLAG_ALLOW_LOCAL_WRITE))
+        st = ND_ACCESS_VIOLATION;
+    else if (nd_mtab_check(mr->adapter->mtab, ND_MTAB_ENTRIES, mr->token, (uintptr_t)buf, len, 0) != ND_SUCCESS)
+        st = ND_ACCESS_VIOLATION;
+    if (st == ND_SUCCESS) {
+        mw->token = nd_mtab_publish(mw->adapter, mw->index, (uintptr_t)buf, len, access);
+        mw->bound_to = mr;
+        atomic_fetch_add(&mr->bound_windows, 1);
+    }
+    pthread_mutex_unlock(&mr->lock);
+    return st;
+}
+
+nd_status nd_mw_invalidate(nd_mw *mw)
+{
+    struct nd_mr *mr = mw->bound_to;
+
+    if (!mr)
+        return ND_INVALID_DEVICE_REQUEST;
+    nd_mtab_revoke(mw->adapter, mw->index);
+    mw->bound_to = NULL;
+    atomic_fetch_sub(&mr->bound_windows, 1);
+    return ND_SUCCESS;
+}

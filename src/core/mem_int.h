@@ -45,4 +45,12 @@ void nd_mtab_revoke(struct nd_adapter *a, uint32_t index);
 nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
                         uint64_t addr, uint64_t len, uint32_t need);
 
+/* Memory windows, bound and invalidated by queue pairs (mem.c). */
+nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access);
+nd_status nd_mw_invalidate(nd_mw *mw);
+/* Could @mr grant @access over [buf, buf+len)? ND_SUCCESS or ND_ACCESS_VIOLATION. */
+nd_status nd_mw_bind_check(nd_mr *mr, const void *buf, size_t len, uint32_t access);
+bool nd_mr_of(const nd_mr *mr, const struct nd_adapter *a);
+bool nd_mw_of(const nd_mw *mw, const struct nd_adapter *a);
+
 #endif

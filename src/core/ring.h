@@ -18,6 +18,7 @@ enum nd_arm_type { ND_ARM_NONE = 0, ND_ARM_SOLICITED = 1, ND_ARM_ANY = 2 };
 #define ND_ARM_GEN(word) ((word) >> 2)
 
 #define ND_CQE_SOLICITED 0x1u
+#define ND_CQE_INLINE 0x2u       /* the message is in the receiver's slot, not yet placed */
 
 /* One completion as written by a producer: 16 bytes, no pointers. */
 struct nd_cqe {

@@ -1,27 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The transport boundary. A transport moves bytes between two queue pairs; the core owns
- * objects, queues, tokens, CQ rings and the connection state machine. Each transport is
- * one const table of these operations, filled with designated initialisers and listed in
- * transport.c; an operation a transport lacks is NULL and the core answers
- * ND_NOT_SUPPORTED for it. None is registered yet (shm and iwarp are the next issues).
+ * objects, queues, tokens, CQ rings and connection state. Each transport is one const
+ * table of these operations, filled with designated initialisers and listed in
+ * transport.c. Every operation is called with the QP lock held.
  */
 #ifndef ND_TRANSPORT_H
 #define ND_TRANSPORT_H
 
-#include "core.h"
-
-struct nd_qp_core;      /* the core's queue pair: queues, request tables, CQ rings */
-struct nd_wr;           /* one validated initiator request (send, read, write, bind, invalidate) */
+#include "qp_int.h"
 
 struct nd_transport_ops {
     const char *name;               /* "shm", "iwarp": selection and nd_info */
-    /* Could this transport reach @dest from @adapter? (shm: same host, netns and uid) */
-    bool (*reaches)(struct nd_adapter *adapter, const struct sockaddr *dest, uint32_t dest_len);
-    /* Start moving an initiator request; completion is reported through the QP's rings. */
-    nd_status (*post)(struct nd_qp_core *qp, const struct nd_wr *wr);
-    /* Stop the connection: no more bytes move; the core flushes what is outstanding. */
-    void (*shutdown)(struct nd_qp_core *qp);
+    /* Carry out initiator request @wr (recorded in qp->sq); complete it now or later
+     * with nd_qp_complete_initiator, in index order. */
+    void (*post)(struct nd_qp *qp, const struct nd_wr *wr);
+    /* A receive was posted: wake a peer that holds a send for want of one. */
+    void (*recv_posted)(struct nd_qp *qp);
+    /* Move deferred work (held sends, peer liveness). Called when the QP's CQs are polled. */
+    void (*progress)(struct nd_qp *qp);
+    /* The QP enters the error state or closes: cancel held requests (in order), tell the
+     * peer, and stop moving bytes. */
+    void (*shutdown)(struct nd_qp *qp, nd_status why);
+    /* Release the connection's resources (the QP is being destroyed). */
+    void (*destroy)(struct nd_qp *qp);
 };
 
 /* The registered transports, in selection order; NULL-terminated. */

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: MIT
+/* Queue pairs: creation, the three completion rings, flush and the error state. */
+#include "qp_int.h"
+#include "transport.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+    uint32_t p = 1;
+
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+static size_t align_up(size_t n, size_t a)
+{
+    return (n + a - 1) & ~(a - 1);
+}
+
+void nd_qp_layout(uint32_t rq_entries, uint32_t max_sge, uint32_t slot_size, struct nd_qp_layout *l)
+{
+    l->ring = sizeof(struct nd_qp_ctl);
+    l->ents = l->ring + sizeof(struct nd_ring_hdr);
+    l->rwqe = align_up(l->ents + (size_t)rq_entries * sizeof(struct nd_cqe), ND_CACHELINE);
+    l->rwqe_stride = align_up(sizeof(struct nd_rwqe) + (size_t)max_sge * sizeof(struct nd_rwqe_sge), 16);
+    l->slots = align_up(l->rwqe + (size_t)rq_entries * l->rwqe_stride, ND_CACHELINE);
+    l->size = align_up(l->slots + (size_t)rq_entries * slot_size, 4096);
+}
+
+bool nd_qp_valid(const struct nd_qp *qp)
+{
+    return qp && qp->magic == ND_MAGIC_QP;
+}
+
+static struct nd_rq_slot *rq_slot(struct nd_qp *qp, uint32_t k)
+{
+    return &qp->rq[k & (qp->rq_entries - 1)];
+}
+
+/* ---- translation of ring entries into results (CQ lock held) ---- */
+
+static void advance_reaped(struct nd_qp *qp)
+{
+    uint32_t r = atomic_load_explicit(&qp->sq_reaped, memory_order_acquire);
+
+    /* Skip requests that completed silently; posters race us here, hence the CAS. */
+    while (r != __atomic_load_n(&qp->sq_posted, __ATOMIC_ACQUIRE) &&
+           __atomic_load_n(&qp->sq[r & (qp->iq_entries - 1)].done, __ATOMIC_ACQUIRE))
+        if (atomic_compare_exchange_weak(&qp->sq_reaped, &r, r + 1))
+            r++;
+}
+
+static enum nd_xlate initiator_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
+{
+    struct nd_qp *qp = ctx;
+    uint32_t reaped = atomic_load(&qp->sq_reaped);
+    struct nd_sq_slot *slot;
+
+    if ((int32_t)(e->wr_index - reaped) < 0 ||
+        (int32_t)(e->wr_index - __atomic_load_n(&qp->sq_posted, __ATOMIC_ACQUIRE)) >= 0)
+        return ND_XLATE_BAD;
+    slot = &qp->sq[e->wr_index & (qp->iq_entries - 1)];
+    r->status = e->status;
+    r->bytes_transferred = e->bytes;
+    r->qp_context = qp->context;
+    r->request_context = slot->ctx;
+    r->request_type = (nd_request_type)slot->type;
+    atomic_store_explicit(&qp->sq_reaped, e->wr_index + 1, memory_order_release);
+    advance_reaped(qp);
+    return ND_XLATE_OK;
+}
+
+static void receive_result(struct nd_qp *qp, uint32_t k, nd_status st, uint32_t bytes, nd_result *r)
+{
+    r->status = st;
+    r->bytes_transferred = st == ND_SUCCESS ? bytes : 0;
+    r->qp_context = qp->context;
+    r->request_context = rq_slot(qp, k)->ctx;
+    r->request_type = ND_REQUEST_TYPE_RECEIVE;
+    atomic_store_explicit(&qp->rq_expected, k + 1, memory_order_release);
+}
+
+/* Scatter a message from its slot into the receive's buffers. */
+static void scatter_from_slot(struct nd_qp *qp, uint32_t k, uint32_t bytes)
+{
+    const uint8_t *src = qp->region + qp->layout.slots + (size_t)(k & (qp->rq_entries - 1)) * ND_SLOT_SIZE;
+    struct nd_rq_slot *slot = rq_slot(qp, k);
+
+    for (uint32_t i = 0; i < slot->nsge && bytes; i++) {
+        uint32_t n = slot->sge[i].buffer_length < bytes ? slot->sge[i].buffer_length : bytes;
+
+        memcpy(slot->sge[i].buffer, src, n);
+        src += n;
+        bytes -= n;
+    }
+}
+
+/* An entry the peer wrote into our inbound ring. */
+static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
+{
+    struct nd_qp *qp = ctx;
+    uint32_t k = e->wr_index, exp = atomic_load(&qp->rq_expected);
+    nd_status st = ND_SUCCESS;
+
+    if (k != exp)
+        return (int32_t)(k - exp) < 0 && qp->state == ND_QPS_ERROR ? ND_XLATE_SKIP : ND_XLATE_BAD;
+    if ((int32_t)(k - __atomic_load_n(&qp->rq_posted, __ATOMIC_ACQUIRE)) >= 0 ||
+        e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != ND_SUCCESS && e->status != ND_DATA_OVERRUN))
+        return ND_XLATE_BAD;
+    if (e->status == ND_DATA_OVERRUN || e->bytes > rq_slot(qp, k)->total) {
+        st = ND_DATA_OVERRUN;
+    } else if (e->flags & ND_CQE_INLINE) {
+        if (e->bytes > ND_SLOT_SIZE)
+            return ND_XLATE_BAD;
+        scatter_from_slot(qp, k, e->bytes);
+    }
+    receive_result(qp, k, st, e->bytes, r);
+    if (st != ND_SUCCESS)
+        nd_qp_fail(qp, st);     /* the receiver's buffer was too small: the connection ends */
+    return ND_XLATE_OK;
+}
+
+/* A flush entry we wrote ourselves for a receive. */
+static enum nd_xlate flush_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
+{
+    struct nd_qp *qp = ctx;
+    uint32_t k = e->wr_index, exp = atomic_load(&qp->rq_expected);
+
+    if ((int32_t)(k - exp) < 0)
+        return ND_XLATE_SKIP;           /* the peer completed it after all */
+    if (k != exp) {
+        /* Earlier receives belong to the inbound ring; if that ring is gone, flush them here. */
+        if (!__atomic_load_n(&qp->inbound_dead, __ATOMIC_ACQUIRE))
+            return ND_XLATE_DEFER;
+        receive_result(qp, exp, ND_CANCELED, 0, r);
+        return ND_XLATE_KEEP;
+    }
+    receive_result(qp, k, e->status, 0, r);
+    return ND_XLATE_OK;
+}
+
+static void inbound_broken(void *ctx)
+{
+    struct nd_qp *qp = ctx;
+
+    __atomic_store_n(&qp->inbound_dead, true, __ATOMIC_RELEASE);
+    nd_qp_fail(qp, ND_INTERNAL_ERROR);
+}
+
+static void qp_progress(void *ctx)
+{
+    struct nd_qp *qp = ctx;
+
+    if (!__atomic_load_n(&qp->has_progress, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&qp->lock);
+    if (qp->tops && qp->tops->progress)
+        qp->tops->progress(qp);
+    pthread_mutex_unlock(&qp->lock);
+}
+
+static const struct nd_cq_src_ops initiator_ops = { .translate = initiator_translate, .progress = qp_progress };
+static const struct nd_cq_src_ops inbound_ops = { .translate = inbound_translate, .broken = inbound_broken,
+                                                  .progress = qp_progress };
+static const struct nd_cq_src_ops flush_ops = { .translate = flush_translate };
+
+/* ---- completion and failure (QP lock held) ---- */
+
+static void produce(struct nd_ring_producer *p, uint32_t k, nd_status st, uint32_t bytes, uint8_t type)
+{
+    struct nd_cqe e = { .wr_index = k, .status = st, .bytes = bytes, .type = type };
+
+    /* Our own rings hold as many entries as requests can be outstanding: never full. */
+    if (nd_ring_produce(p, &e) < 0)
+        nd_log(ND_LOG_ERROR, ND_SUB_CORE, "local completion ring full (request %u)", k);
+}
+
+void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t k, nd_status st, uint32_t bytes)
+{
+    struct nd_sq_slot *slot = &qp->sq[k & (qp->iq_entries - 1)];
+
+    if (st == ND_SUCCESS && slot->silent) {
+        __atomic_store_n(&slot->done, true, __ATOMIC_RELEASE);
+        advance_reaped(qp);
+    } else {
+        produce(&qp->iprod, k, st, bytes, slot->type);
+    }
+    if (st != ND_SUCCESS && st != ND_CANCELED)
+        nd_qp_fail_locked(qp, st);
+}
+
+static void flush_receives(struct nd_qp *qp)
+{
+    uint32_t peer_done = atomic_load_explicit(&qp->inbound_hdr->prod, memory_order_acquire);
+    uint32_t from = qp->rq_flushed;
+
+    /* Receives the peer already completed stay with the inbound ring. */
+    if ((int32_t)(peer_done - from) > 0 && (int32_t)(peer_done - qp->rq_posted) <= 0)
+        from = peer_done;
+    for (uint32_t k = from; k != qp->rq_posted; k++)
+        produce(&qp->lprod, k, ND_CANCELED, 0, ND_REQUEST_TYPE_RECEIVE);
+    qp->rq_flushed = qp->rq_posted;
+}
+
+void nd_qp_fail_locked(struct nd_qp *qp, nd_status status)
+{
+    if (qp->state == ND_QPS_ERROR)
+        return;
+    qp->state = ND_QPS_ERROR;
+    qp->error = status;
+    nd_log(ND_LOG_INFO, ND_SUB_CORE, "QP %p enters the error state: %s", (void *)qp, nd_strerror(status));
+    if (qp->tops && qp->tops->shutdown)
+        qp->tops->shutdown(qp, status);
+    flush_receives(qp);
+}
+
+void nd_qp_fail(struct nd_qp *qp, nd_status status)
+{
+    pthread_mutex_lock(&qp->lock);
+    nd_qp_fail_locked(qp, status);
+    pthread_mutex_unlock(&qp->lock);
+}
+
+void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn)
+{
+    pthread_mutex_lock(&qp->lock);
+    qp->tops = tops;
+    qp->conn = conn;
+    if (qp->state == ND_QPS_IDLE)
+        qp->state = ND_QPS_CONNECTED;
+    pthread_mutex_unlock(&qp->lock);
+}
+
+/* ---- creation ---- */
+
+static nd_status region_create(struct nd_qp *qp)
+{
+    nd_qp_layout(qp->rq_entries, qp->rq_sge ? qp->rq_sge : 1, ND_SLOT_SIZE, &qp->layout);
+    qp->region_fd = memfd_create("netdirect-qp", MFD_CLOEXEC);
+    if (qp->region_fd < 0)
+        return ND_INSUFFICIENT_RESOURCES;
+    if (ftruncate(qp->region_fd, (off_t)qp->layout.size) < 0)
+        goto err;
+    qp->region = mmap(NULL, qp->layout.size, PROT_READ | PROT_WRITE, MAP_SHARED, qp->region_fd, 0);
+    if (qp->region == MAP_FAILED)
+        goto err;
+    qp->ctl = (struct nd_qp_ctl *)qp->region;
+    qp->ctl->magic = ND_QP_REGION_MAGIC;
+    qp->ctl->version = ND_QP_REGION_VERSION;
+    qp->ctl->rq_entries = qp->rq_entries;
+    qp->ctl->max_sge = qp->rq_sge ? qp->rq_sge : 1;
+    qp->ctl->slot_size = ND_SLOT_SIZE;
+    qp->inbound_hdr = (struct nd_ring_hdr *)(qp->region + qp->layout.ring);
+    return ND_SUCCESS;
+err:
+    close(qp->region_fd);
+    qp->region = NULL;
+    return ND_INSUFFICIENT_RESOURCES;
+}
+
+static void *ring_alloc(uint32_t entries)
+{
+    void *m = aligned_alloc(ND_CACHELINE, (nd_ring_bytes(entries) + ND_CACHELINE - 1) & ~(size_t)(ND_CACHELINE - 1));
+
+    if (m)
+        memset(m, 0, nd_ring_bytes(entries));
+    return m;
+}
+
+static nd_status qp_alloc(struct nd_qp *qp)
+{
+    qp->sq = calloc(qp->iq_entries, sizeof(*qp->sq));
+    qp->rq = calloc(qp->rq_entries, sizeof(*qp->rq));
+    qp->rq_sges = calloc((size_t)qp->rq_entries * (qp->rq_sge ? qp->rq_sge : 1), sizeof(nd_sge));
+    qp->iring_mem = ring_alloc(qp->iq_entries);
+    qp->lring_mem = ring_alloc(qp->rq_entries);
+    if (!qp->sq || !qp->rq || !qp->rq_sges || !qp->iring_mem || !qp->lring_mem)
+        return ND_NO_MEMORY;
+    for (uint32_t i = 0; i < qp->rq_entries; i++)
+        qp->rq[i].sge = &qp->rq_sges[(size_t)i * (qp->rq_sge ? qp->rq_sge : 1)];
+    return region_create(qp);
+}
+
+static void qp_free(struct nd_qp *qp)
+{
+    if (qp->region)
+        munmap(qp->region, qp->layout.size);
+    if (qp->region)
+        close(qp->region_fd);
+    free(qp->sq);
+    free(qp->rq);
+    free(qp->rq_sges);
+    free(qp->iring_mem);
+    free(qp->lring_mem);
+    free(qp);
+}
+
+static nd_status qp_attach(struct nd_qp *qp)
+{
+    struct nd_ring_hdr *ih = qp->iring_mem, *lh = qp->lring_mem;
+    struct nd_cqe *ie = (struct nd_cqe *)(ih + 1), *le = (struct nd_cqe *)(lh + 1);
+    struct nd_cqe *re = (struct nd_cqe *)(qp->region + qp->layout.ents);
+    nd_status st;
+
+    st = nd_cq_attach(qp->icq, ih, ie, qp->iq_entries, &initiator_ops, qp, &qp->isrc);
+    if (st == ND_SUCCESS)
+        st = nd_cq_attach(qp->rcq, qp->inbound_hdr, re, qp->rq_entries, &inbound_ops, qp, &qp->rsrc);
+    if (st == ND_SUCCESS)
+        st = nd_cq_attach(qp->rcq, lh, le, qp->rq_entries, &flush_ops, qp, &qp->lsrc);
+    if (st != ND_SUCCESS) {
+        if (qp->isrc)
+            nd_cq_detach(qp->icq, qp->isrc);
+        if (qp->rsrc)
+            nd_cq_detach(qp->rcq, qp->rsrc);
+        return st;
+    }
+    nd_cq_local_producer(qp->icq, ih, ie, qp->iq_entries, &qp->iprod);
+    nd_cq_local_producer(qp->rcq, lh, le, qp->rq_entries, &qp->lprod);
+    return ND_SUCCESS;
+}
+
+nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, void *context,
+                       uint32_t rq_depth, uint32_t iq_depth, uint32_t rq_sge, uint32_t iq_sge,
+                       uint32_t inline_size, struct nd_qp **out)
+{
+    struct nd_qp *qp = calloc(1, sizeof(*qp));
+    nd_status st;
+
+    if (!qp)
+        return ND_NO_MEMORY;
+    qp->adapter = a;
+    qp->context = context;
+    qp->rcq = rcq;
+    qp->icq = icq;
+    qp->rq_depth = rq_depth;
+    qp->iq_depth = iq_depth;
+    qp->rq_sge = rq_sge;
+    qp->iq_sge = iq_sge;
+    qp->inline_size = inline_size;
+    qp->rq_entries = pow2_at_least(rq_depth);
+    qp->iq_entries = pow2_at_least(iq_depth);
+    qp->region_fd = -1;
+    st = qp_alloc(qp);
+    if (st == ND_SUCCESS)
+        st = qp_attach(qp);
+    if (st != ND_SUCCESS) {
+        qp_free(qp);
+        return st;
+    }
+    pthread_mutex_init(&qp->lock, NULL);
+    atomic_fetch_add(&rcq->users, 1);
+    atomic_fetch_add(&icq->users, 1);
+    nd_adapter_ref(a);
+    qp->magic = ND_MAGIC_QP;
+    *out = qp;
+    return ND_SUCCESS;
+}
+
+ND_API nd_status nd_qp_close(nd_qp *qp)
+{
+    if (!nd_qp_valid(qp))
+        return ND_INVALID_HANDLE;
+    if (atomic_load(&qp->connector_refs))
+        return ND_DEVICE_BUSY;
+    nd_qp_fail(qp, ND_CANCELED);
+    if (qp->tops && qp->tops->destroy)
+        qp->tops->destroy(qp);
+    qp->magic = ND_MAGIC_DEAD;
+    nd_cq_detach(qp->icq, qp->isrc);
+    nd_cq_detach(qp->rcq, qp->rsrc);
+    nd_cq_detach(qp->rcq, qp->lsrc);
+    atomic_fetch_sub(&qp->rcq->users, 1);
+    atomic_fetch_sub(&qp->icq->users, 1);
+    pthread_mutex_destroy(&qp->lock);
+    nd_adapter_unref(qp->adapter);
+    qp_free(qp);
+    return ND_SUCCESS;
+}
+
+ND_API nd_status nd_qp_flush(nd_qp *qp)
+{
+    if (!nd_qp_valid(qp))
+        return ND_INVALID_HANDLE;
+    nd_qp_fail(qp, ND_CANCELED);
+    return ND_SUCCESS;
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queue pairs as the core keeps them. Each QP owns an inbound region (a memfd) that its
+ * peer maps read-write: the ring where the peer writes our receive completions, the
+ * receive descriptors we post (the peer reads them to place data), and message slots
+ * (small sends are copied there and placed by us when the completion is reaped).
+ * Everything else of the QP is private. See docs/design-shm.md.
+ */
+#ifndef ND_QP_INT_H
+#define ND_QP_INT_H
+
+#include "cq_int.h"
+#include "mem_int.h"
+
+#define ND_QP_REGION_MAGIC 0x4e445152u
+#define ND_QP_REGION_VERSION 1u
+#define ND_SLOT_SIZE 256u           /* bytes of a message slot = the inline threshold */
+
+enum nd_wire_state { ND_WIRE_ACTIVE = 0, ND_WIRE_TERMINATED = 1 };
+
+struct nd_rwqe_sge {
+    uint64_t addr;
+    uint32_t length;
+    uint32_t token;
+};
+
+/* A posted receive as the peer sees it. */
+struct nd_rwqe {
+    uint32_t nsge;
+    uint32_t total;
+    struct nd_rwqe_sge sge[];       /* max_sge of them */
+};
+
+struct nd_qp_ctl {
+    uint32_t magic, version;
+    uint32_t rq_entries;            /* power of two */
+    uint32_t max_sge;
+    uint32_t slot_size;
+    uint32_t reserved[3];
+    _Atomic uint32_t rq_prod;       /* receives posted; written by the owner */
+    _Atomic uint32_t state;         /* enum nd_wire_state; either side may terminate */
+    _Atomic int32_t term_status;    /* why, from the terminating side's point of view */
+    _Atomic uint32_t peer_waiting;  /* the peer holds a send until a receive is posted */
+    uint8_t pad[128 - 48];
+};
+
+/* Offsets of the region's parts, computed the same way on both sides. */
+struct nd_qp_layout {
+    size_t ring, ents, rwqe, rwqe_stride, slots, size;
+};
+
+void nd_qp_layout(uint32_t rq_entries, uint32_t max_sge, uint32_t slot_size, struct nd_qp_layout *l);
+
+enum nd_qp_state { ND_QPS_IDLE, ND_QPS_CONNECTED, ND_QPS_ERROR };
+
+/* An initiator request, checked by the core, handed to the transport. */
+struct nd_wr {
+    uint32_t index;                 /* free-running initiator index */
+    uint8_t type;                   /* nd_request_type */
+    uint32_t flags;
+    const nd_sge *sge;
+    uint32_t nsge;
+    uint64_t total;
+    uint64_t remote_addr;
+    uint32_t remote_token;
+    nd_mr *mr;                      /* Bind */
+    nd_mw *mw;                      /* Bind, Invalidate */
+    const void *bind_buf;
+    size_t bind_len;
+    uint32_t access;
+};
+
+struct nd_sq_slot {
+    void *ctx;
+    uint8_t type;
+    bool silent;
+    bool done;                      /* completed without an entry (silent success) */
+};
+
+struct nd_rq_slot {
+    void *ctx;
+    uint32_t nsge;
+    uint32_t total;
+    nd_sge *sge;                    /* rq_sge entries, private copy */
+};
+
+struct nd_transport_ops;
+
+struct nd_qp {
+    uint32_t magic;
+    struct nd_adapter *adapter;
+    void *context;
+    struct nd_cq *rcq, *icq;
+    uint32_t rq_depth, iq_depth, rq_sge, iq_sge, inline_size;
+    uint32_t rq_entries, iq_entries;
+    pthread_mutex_t lock;           /* posting, state, transport connection */
+    enum nd_qp_state state;
+    nd_status error;
+    /* initiator queue */
+    struct nd_sq_slot *sq;
+    uint32_t sq_posted;             /* under lock */
+    _Atomic uint32_t sq_reaped;     /* advanced by the CQ as results are returned */
+    void *iring_mem;
+    struct nd_ring_producer iprod;  /* local: our own initiator completions */
+    struct nd_cq_src *isrc;
+    /* receive queue */
+    struct nd_rq_slot *rq;
+    nd_sge *rq_sges;
+    uint32_t rq_posted;             /* under lock */
+    _Atomic uint32_t rq_expected;   /* next receive to complete (results returned so far) */
+    uint32_t rq_flushed;            /* receives below this have a flush entry */
+    int region_fd;                  /* memfd of the inbound region */
+    uint8_t *region;
+    struct nd_qp_layout layout;
+    struct nd_qp_ctl *ctl;
+    struct nd_ring_hdr *inbound_hdr;
+    struct nd_cq_src *rsrc;         /* the inbound ring, written by the peer */
+    bool inbound_dead;              /* that ring broke: flush what it still owed */
+    void *lring_mem;
+    struct nd_ring_producer lprod;  /* local: receive flushes */
+    struct nd_cq_src *lsrc;
+    /* transport */
+    const struct nd_transport_ops *tops;
+    void *conn;
+    bool has_progress;              /* the transport has deferred work to move */
+    atomic_uint connector_refs;     /* a connector holds this QP */
+};
+
+bool nd_qp_valid(const struct nd_qp *qp);
+/* Complete initiator request @index (QP lock held). A failure breaks the connection. */
+void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t index, nd_status status, uint32_t bytes);
+/* Enter the error state: flush everything outstanding (QP lock held). */
+void nd_qp_fail_locked(struct nd_qp *qp, nd_status status);
+void nd_qp_fail(struct nd_qp *qp, nd_status status);
+/* Carry out a Bind or Invalidate now, in its turn (QP lock held). */
+nd_status nd_qp_local_op(struct nd_qp *qp, const struct nd_wr *wr);
+/* Are the local SGEs of @wr registered with the rights it needs (INLINE needs none)? */
+bool nd_qp_local_sges_ok(struct nd_qp *qp, const struct nd_wr *wr);
+nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, void *context,
+                       uint32_t rq_depth, uint32_t iq_depth, uint32_t rq_sge, uint32_t iq_sge,
+                       uint32_t inline_size, struct nd_qp **out);
+/* The transport connected (or disconnected) this QP. */
+void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn);
+
+#endif

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/* Queue-pair data-path posts: argument checks, queue accounting, then the transport. */
+#include "qp_int.h"
+#include "transport.h"
+
+#include <string.h>
+
+#define SEND_FLAGS (ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE | \
+                    ND_OP_FLAG_SEND_AND_SOLICIT_EVENT | ND_OP_FLAG_INLINE)
+#define WRITE_FLAGS (ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE | ND_OP_FLAG_INLINE)
+#define READ_FLAGS (ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE)
+#define BIND_FLAGS (ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE | ND_OP_FLAG_ALLOW_READ | \
+                    ND_OP_FLAG_ALLOW_WRITE)
+
+static uint64_t sge_total(const nd_sge *sge, uint32_t nsge)
+{
+    uint64_t t = 0;
+
+    for (uint32_t i = 0; i < nsge; i++)
+        t += sge[i].buffer_length;
+    return t;
+}
+
+/* Do the SGEs lie in registered memory of this adapter with @need rights? */
+static bool sges_registered(struct nd_qp *qp, const nd_sge *sge, uint32_t nsge, uint32_t need)
+{
+    for (uint32_t i = 0; i < nsge; i++)
+        if (sge[i].buffer_length &&
+            nd_mtab_check(qp->adapter->mtab, ND_MTAB_ENTRIES, sge[i].memory_region_token,
+                          (uintptr_t)sge[i].buffer, sge[i].buffer_length, need) != ND_SUCCESS)
+            return false;
+    return true;
+}
+
+/* Reserve the next initiator slot (QP lock held). */
+static nd_status sq_reserve(struct nd_qp *qp, void *ctx, uint8_t type, uint32_t flags, uint32_t *index)
+{
+    uint32_t k = qp->sq_posted;
+    struct nd_sq_slot *slot;
+
+    if (k - atomic_load_explicit(&qp->sq_reaped, memory_order_acquire) >= qp->iq_depth)
+        return ND_NO_MORE_ENTRIES;
+    slot = &qp->sq[k & (qp->iq_entries - 1)];
+    slot->ctx = ctx;
+    slot->type = type;
+    slot->silent = flags & ND_OP_FLAG_SILENT_SUCCESS;
+    __atomic_store_n(&slot->done, false, __ATOMIC_RELAXED);
+    __atomic_store_n(&qp->sq_posted, k + 1, __ATOMIC_RELEASE);
+    *index = k;
+    return ND_SUCCESS;
+}
+
+static nd_status post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
+{
+    nd_status st;
+
+    pthread_mutex_lock(&qp->lock);
+    if (qp->state == ND_QPS_IDLE) {
+        st = ND_CONNECTION_INVALID;
+    } else {
+        st = sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
+        if (st == ND_SUCCESS) {
+            if (qp->state == ND_QPS_ERROR)
+                nd_qp_complete_initiator(qp, wr->index, ND_CANCELED, 0);
+            else
+                qp->tops->post(qp, wr);
+        }
+    }
+    pthread_mutex_unlock(&qp->lock);
+    return st;
+}
+
+static nd_status check_transfer(struct nd_qp *qp, const nd_sge *sge, uint32_t nsge, uint32_t flags,
+                                uint32_t max_sge, uint64_t *total)
+{
+    if (nsge && !sge)
+        return ND_INVALID_PARAMETER_3;
+    *total = sge_total(sge, nsge);
+    if (*total > nd_limits.max_transfer_length)
+        return ND_BUFFER_OVERFLOW;
+    if (flags & ND_OP_FLAG_INLINE)
+        return *total > qp->inline_size ? ND_BUFFER_OVERFLOW : ND_SUCCESS;
+    return nsge > max_sge ? ND_DATA_OVERRUN : ND_SUCCESS;
+}
+
+ND_API nd_status nd_qp_send(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags)
+{
+    struct nd_wr wr = { .type = ND_REQUEST_TYPE_SEND, .flags = flags, .sge = sge, .nsge = nsge };
+    nd_status st;
+
+    if (!nd_qp_valid(qp))
+        return ND_INVALID_HANDLE;
+    if (flags & ~SEND_FLAGS)
+        return ND_INVALID_PARAMETER_4;
+    st = check_transfer(qp, sge, nsge, flags, qp->iq_sge, &wr.total);
+    return st == ND_SUCCESS ? post_initiator(qp, &wr, ctx) : st;
+}
+
+static nd_status post_rdma(nd_qp *qp, uint8_t type, void *ctx, const nd_sge *sge, uint32_t nsge,
+                           uint64_t raddr, uint32_t rtoken, uint32_t flags, uint32_t allowed)
+{
+    struct nd_wr wr = { .type = type, .flags = flags, .sge = sge, .nsge = nsge,
+                        .remote_addr = raddr, .remote_token = rtoken };
+    uint32_t max_sge = type == ND_REQUEST_TYPE_READ ? nd_limits.max_read_sge : qp->iq_sge;
+    nd_status st;
+
+    if (!nd_qp_valid(qp))
+        return ND_INVALID_HANDLE;
+    if (flags & ~allowed)
+        return ND_INVALID_PARAMETER_6;
+    if (max_sge > qp->iq_sge)
+        max_sge = qp->iq_sge;
+    st = check_transfer(qp, sge, nsge, flags, max_sge, &wr.total);
+    return st == ND_SUCCESS ? post_initiator(qp, &wr, ctx) : st;
+}
+
+ND_API nd_status nd_qp_read(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
+                            uint32_t rtoken, uint32_t flags)
+{
+    return post_rdma(qp, ND_REQUEST_TYPE_READ, ctx, sge, nsge, raddr, rtoken, flags, READ_FLAGS);
+}
+
+ND_API nd_status nd_qp_write(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
+                             uint32_t rtoken, uint32_t flags)
+{
+    return post_rdma(qp, ND_REQUEST_TYPE_WRITE, ctx, sge, nsge, raddr, rtoken, flags, WRITE_FLAGS);
+}
+
+/* The core checks local SGEs for the transport: a bad one fails the request, not the post. */
+bool nd_qp_local_sges_ok(struct nd_qp *qp, const struct nd_wr *wr)
+{
+    uint32_t need = wr->type == ND_REQUEST_TYPE_READ ? ND_ACCESS_LOCAL_WRITE : 0;
+
+    return (wr->flags & ND_OP_FLAG_INLINE) || sges_registered(qp, wr->sge, wr->nsge, need);
+}
+
+ND_API nd_status nd_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge)
+{
+    struct nd_rq_slot *slot;
+    struct nd_rwqe *w;
+    uint64_t total;
+    uint32_t k;
+    nd_status st = ND_SUCCESS;
+
+    if (!nd_qp_valid(qp))
+        return ND_INVALID_HANDLE;
+    if (nsge && !sge)
+        return ND_INVALID_PARAMETER_2;
+    if (nsge > qp->rq_sge)
+        return ND_DATA_OVERRUN;
+    total = sge_total(sge, nsge);
+    if (total > nd_limits.max_transfer_length)
+        return ND_BUFFER_OVERFLOW;
+    if (!sges_registered(qp, sge, nsge, ND_ACCESS_LOCAL_WRITE))
+        return ND_ACCESS_VIOLATION;
+    pthread_mutex_lock(&qp->lock);
+    k = qp->rq_posted;
+    if (k - atomic_load_explicit(&qp->rq_expected, memory_order_acquire) >= qp->rq_depth) {
+        st = ND_NO_MORE_ENTRIES;
+        goto out;
+    }
+    slot = &qp->rq[k & (qp->rq_entries - 1)];
+    slot->ctx = ctx;
+    slot->nsge = nsge;
+    slot->total = (uint32_t)total;
+    if (nsge)
+        memcpy(slot->sge, sge, nsge * sizeof(*sge));
+    w = (struct nd_rwqe *)(qp->region + qp->layout.rwqe + (size_t)(k & (qp->rq_entries - 1)) * qp->layout.rwqe_stride);
+    w->nsge = nsge;
+    w->total = (uint32_t)total;
+    for (uint32_t i = 0; i < nsge; i++)
+        w->sge[i] = (struct nd_rwqe_sge){ (uintptr_t)sge[i].buffer, sge[i].buffer_length,
+                                          sge[i].memory_region_token };
+    __atomic_store_n(&qp->rq_posted, k + 1, __ATOMIC_RELEASE);
+    atomic_store_explicit(&qp->ctl->rq_prod, k + 1, memory_order_release);
+    if (qp->state == ND_QPS_ERROR) {
+        struct nd_cqe e = { .wr_index = k, .status = ND_CANCELED, .type = ND_REQUEST_TYPE_RECEIVE };
+
+        nd_ring_produce(&qp->lprod, &e);
+        qp->rq_flushed = k + 1;
+    } else if (qp->tops && qp->tops->recv_posted) {
+        qp->tops->recv_posted(qp);
+    }
+out:
+    pthread_mutex_unlock(&qp->lock);
+    return st;
+}
+
+nd_status nd_qp_local_op(struct nd_qp *qp, const struct nd_wr *wr)
+{
+    if (wr->type == ND_REQUEST_TYPE_BIND)
+        return nd_mw_bind_to(wr->mw, wr->mr, wr->bind_buf, wr->bind_len, wr->access);
+    return nd_mw_invalidate(wr->mw);
+}
+
+ND_API nd_status nd_qp_bind(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
+                            uint32_t flags)
+{
+    struct nd_wr wr = { .type = ND_REQUEST_TYPE_BIND, .flags = flags, .mr = mr, .mw = mw,
+                        .bind_buf = buf, .bind_len = len };
+
+    if (!nd_qp_valid(qp))
+        return ND_INVALID_HANDLE;
+    if (!nd_mr_of(mr, qp->adapter))
+        return ND_INVALID_PARAMETER_2;
+    if (!nd_mw_of(mw, qp->adapter))
+        return ND_INVALID_PARAMETER_3;
+    wr.access = (flags & ND_OP_FLAG_ALLOW_READ ? ND_ACCESS_REMOTE_READ : 0) |
+                (flags & ND_OP_FLAG_ALLOW_WRITE ? ND_ACCESS_REMOTE_WRITE : 0);
+    if ((flags & ~BIND_FLAGS) || !wr.access)
+        return ND_INVALID_PARAMETER_6;
+    /* Rights and range are known now: refuse the post rather than break the connection. */
+    if (nd_mw_bind_check(mr, buf, len, wr.access) != ND_SUCCESS)
+        return ND_ACCESS_VIOLATION;
+    return post_initiator(qp, &wr, ctx);
+}
+
+ND_API nd_status nd_qp_invalidate(nd_qp *qp, void *ctx, nd_mw *mw, uint32_t flags)
+{
+    struct nd_wr wr = { .type = ND_REQUEST_TYPE_INVALIDATE, .flags = flags, .mw = mw };
+
+    if (!nd_qp_valid(qp))
+        return ND_INVALID_HANDLE;
+    if (!nd_mw_of(mw, qp->adapter))
+        return ND_INVALID_PARAMETER_2;
+    if (flags & ~(ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE))
+        return ND_INVALID_PARAMETER_3;
+    return post_initiator(qp, &wr, ctx);
+}
