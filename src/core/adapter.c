@@ -46,8 +46,9 @@ const nd_adapter_info nd_limits = {
                      ND_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED,
 };
 
-#define ARM_AREA_BYTES ((size_t)ND_MAX_CQS_PER_ADAPTER * ND_CACHELINE)
+#define ARM_AREA_BYTES ND_ADAPTER_ARM_BYTES
 #define MTAB_BYTES ((size_t)ND_MTAB_ENTRIES * sizeof(struct nd_mtab_entry))
+_Static_assert(ARM_AREA_BYTES + MTAB_BYTES == ND_ADAPTER_REGION_BYTES, "adapter region layout");
 
 bool nd_adapter_valid(const struct nd_adapter *a)
 {

@@ -34,6 +34,9 @@ extern const nd_adapter_info nd_limits;
 
 #define ND_MAX_CQS_PER_ADAPTER 32768u   /* arm words in the adapter's shared region */
 #define ND_MTAB_ENTRIES (1u << 18)      /* MR/MW tokens per adapter */
+/* The adapter's shared region: arm words, then the token table (32 bytes an entry). */
+#define ND_ADAPTER_ARM_BYTES ((size_t)ND_MAX_CQS_PER_ADAPTER * ND_CACHELINE)
+#define ND_ADAPTER_REGION_BYTES (ND_ADAPTER_ARM_BYTES + (size_t)ND_MTAB_ENTRIES * 32)
 
 /* ---- overlapped requests and completion ports (ov.c, port.c) ---- */
 
@@ -59,6 +62,7 @@ struct nd_ovbatch {
 void nd_ovobj_init(struct nd_ovobj *obj, struct nd_port *port, const struct nd_ovobj_ops *ops);
 void nd_ov_start(struct nd_ovobj *obj, nd_overlapped *ov);      /* append to pending */
 void nd_ov_requeue(struct nd_ovobj *obj, nd_overlapped *ov);    /* re-append, still pending */
+bool nd_ov_remove(struct nd_ovobj *obj, nd_overlapped *ov);     /* take out of pending */
 nd_overlapped *nd_ov_take_all(struct nd_ovobj *obj);              /* detach pending list */
 nd_overlapped *nd_ov_next(nd_overlapped *ov);
 void nd_ov_finish(nd_overlapped *ov, nd_status status, uint64_t bytes, struct nd_ovbatch *batch);
@@ -75,6 +79,8 @@ void nd_port_del_source(struct nd_port *port, uint32_t id, int fd);
 void nd_port_ref(struct nd_port *port);
 void nd_port_unref(struct nd_port *port);
 bool nd_port_valid(const struct nd_port *port);
+/* Something on this port waits for time to pass (a held send): waits tick every 10 ms. */
+void nd_port_timed(struct nd_port *port, int delta);
 
 /* ---- adapter (adapter.c) ---- */
 

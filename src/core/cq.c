@@ -271,14 +271,20 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
     while (nd_ov_is_pending(ov)) {
         struct pollfd pfd = { .fd = cq->signal_fd, .events = POLLIN };
 
+        int timeout;
+
         nd_ovbatch_init(&b, cq->ov.port);
         pthread_mutex_lock(&cq->lock);
         cq_progress(cq, &b);
+        timeout = cq->ndefer_capable ? 10 : -1;
         pthread_mutex_unlock(&cq->lock);
         nd_port_deliver(&b);
         if (!nd_ov_is_pending(ov))
             break;
-        if (poll(&pfd, 1, -1) > 0 && read(cq->signal_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        /* With queue pairs attached, wake now and then so their deferred work (held
+         * sends, a peer that died without a word) moves even if nothing signals. */
+        if (poll(&pfd, 1, timeout) > 0 && read(cq->signal_fd, &v, sizeof(v)) < 0 &&
+            errno != EAGAIN)
             nd_log(ND_LOG_WARN, ND_SUB_CQ, "eventfd read failed: %m");
     }
     atomic_fetch_sub(&cq->ov_waiters, 1);

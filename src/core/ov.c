@@ -136,3 +136,22 @@ void nd_ov_requeue(struct nd_ovobj *obj, nd_overlapped *ov)
         obj->head = ov;
     obj->tail = ov;
 }
+
+bool nd_ov_remove(struct nd_ovobj *obj, nd_overlapped *ov)
+{
+    nd_overlapped *prev = NULL;
+
+    for (nd_overlapped *cur = obj->head; cur; prev = cur, cur = cur->internal_next) {
+        if (cur != ov)
+            continue;
+        if (prev)
+            prev->internal_next = cur->internal_next;
+        else
+            obj->head = cur->internal_next;
+        if (obj->tail == cur)
+            obj->tail = prev;
+        cur->internal_next = NULL;
+        return true;
+    }
+    return false;
+}

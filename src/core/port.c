@@ -26,6 +26,7 @@ struct port_source {
 struct nd_port {
     uint32_t magic;
     atomic_uint objects;        /* objects created on this port */
+    atomic_int timed;           /* sources waiting for time to pass: waits tick */
     int epfd;
     int queue_fd;
     pthread_mutex_t queue_lock;
@@ -49,6 +50,23 @@ void nd_port_ref(struct nd_port *port)
 void nd_port_unref(struct nd_port *port)
 {
     atomic_fetch_sub(&port->objects, 1);
+}
+
+void nd_port_timed(struct nd_port *port, int delta)
+{
+    atomic_fetch_add(&port->timed, delta);
+}
+
+#define TICK_MS 10
+
+/* Let every source look at its deferred work (held sends and their timeouts). */
+static void tick_all(struct nd_port *port, struct nd_ovbatch *batch)
+{
+    pthread_mutex_lock(&port->source_lock);
+    for (uint32_t i = 0; i < port->nsrc; i++)
+        if (port->src[i].obj)
+            port->src[i].fn(port->src[i].obj, batch);
+    pthread_mutex_unlock(&port->source_lock);
 }
 
 ND_API nd_status nd_port_create(nd_port **out)
@@ -262,13 +280,17 @@ ND_API nd_status nd_port_wait(nd_port *port, int timeout_ms, nd_overlapped **out
         if (expired)
             return ND_TIMEOUT;
         wait = remaining_ms(timeout_ms, deadline);
-        n = epoll_wait(port->epfd, ev, (int)ND_ARRAY_SIZE(ev), wait);
+        bool ticking = atomic_load_explicit(&port->timed, memory_order_relaxed) > 0;
+        int slice = ticking && (wait < 0 || wait > TICK_MS) ? TICK_MS : wait;
+        n = epoll_wait(port->epfd, ev, (int)ND_ARRAY_SIZE(ev), slice);
         if (n < 0 && errno != EINTR)
             return ND_INTERNAL_ERROR;
         for (int i = 0; i < n; i++)
             if (ev[i].data.u64 != QUEUE_EVENT_ID)
                 dispatch(port, ev[i].data.u64, &batch);
-        expired = wait == 0;
+        if (n == 0 && ticking)
+            tick_all(port, &batch);
+        expired = wait == 0 || (wait > 0 && remaining_ms(timeout_ms, deadline) == 0);
     }
 }
 

@@ -157,12 +157,11 @@ static void qp_progress(void *ctx)
 {
     struct nd_qp *qp = ctx;
 
-    if (!__atomic_load_n(&qp->has_progress, __ATOMIC_ACQUIRE))
-        return;
-    pthread_mutex_lock(&qp->lock);
-    if (qp->tops && qp->tops->progress)
+    /* No lock here: this runs on every poll. The transport set has_progress after its
+     * ops and connection were in place, and closing clears it before the rings detach
+     * (which waits for any poll under way), so the connection outlives every call. */
+    if (__atomic_load_n(&qp->has_progress, __ATOMIC_ACQUIRE))
         qp->tops->progress(qp);
-    pthread_mutex_unlock(&qp->lock);
 }
 
 static const struct nd_cq_src_ops initiator_ops = { .translate = initiator_translate, .progress = qp_progress };
@@ -354,6 +353,7 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
         return st;
     }
     pthread_mutex_init(&qp->lock, NULL);
+    atomic_init(&qp->refs, 1);
     atomic_fetch_add(&rcq->users, 1);
     atomic_fetch_add(&icq->users, 1);
     nd_adapter_ref(a);
@@ -362,24 +362,41 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
     return ND_SUCCESS;
 }
 
+void nd_qp_ref(struct nd_qp *qp)
+{
+    atomic_fetch_add(&qp->refs, 1);
+}
+
+void nd_qp_unref(struct nd_qp *qp)
+{
+    if (atomic_fetch_sub(&qp->refs, 1) != 1)
+        return;
+    pthread_mutex_destroy(&qp->lock);
+    nd_adapter_unref(qp->adapter);
+    qp_free(qp);
+}
+
+/* Release: an implicit flush and disconnect; a connector may still hold the memory. */
 ND_API nd_status nd_qp_close(nd_qp *qp)
 {
     if (!nd_qp_valid(qp))
         return ND_INVALID_HANDLE;
-    if (atomic_load(&qp->connector_refs))
-        return ND_DEVICE_BUSY;
     nd_qp_fail(qp, ND_CANCELED);
-    if (qp->tops && qp->tops->destroy)
-        qp->tops->destroy(qp);
+    pthread_mutex_lock(&qp->lock);
     qp->magic = ND_MAGIC_DEAD;
+    __atomic_store_n(&qp->has_progress, false, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&qp->lock);
     nd_cq_detach(qp->icq, qp->isrc);
     nd_cq_detach(qp->rcq, qp->rsrc);
     nd_cq_detach(qp->rcq, qp->lsrc);
+    pthread_mutex_lock(&qp->lock);
+    if (qp->tops && qp->tops->destroy)
+        qp->tops->destroy(qp);
+    qp->tops = NULL;
+    pthread_mutex_unlock(&qp->lock);
     atomic_fetch_sub(&qp->rcq->users, 1);
     atomic_fetch_sub(&qp->icq->users, 1);
-    pthread_mutex_destroy(&qp->lock);
-    nd_adapter_unref(qp->adapter);
-    qp_free(qp);
+    nd_qp_unref(qp);
     return ND_SUCCESS;
 }
 

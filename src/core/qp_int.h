@@ -123,7 +123,7 @@ struct nd_qp {
     const struct nd_transport_ops *tops;
     void *conn;
     bool has_progress;              /* the transport has deferred work to move */
-    atomic_uint connector_refs;     /* a connector holds this QP */
+    atomic_uint refs;               /* the handle, plus a connector using it */
 };
 
 bool nd_qp_valid(const struct nd_qp *qp);
@@ -139,6 +139,8 @@ bool nd_qp_local_sges_ok(struct nd_qp *qp, const struct nd_wr *wr);
 nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, void *context,
                        uint32_t rq_depth, uint32_t iq_depth, uint32_t rq_sge, uint32_t iq_sge,
                        uint32_t inline_size, struct nd_qp **out);
+void nd_qp_ref(struct nd_qp *qp);
+void nd_qp_unref(struct nd_qp *qp);
 /* The transport connected (or disconnected) this QP. */
 void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn);
 

@@ -1,0 +1,767 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connectors: the state machine of reference §8.2 over the shm rendezvous. Each
+ * connection keeps its rendezvous socket; the port polls it (edge-triggered) so that
+ * replies, disconnects and a peer's death arrive without any thread of ours.
+ */
+#include "cm_int.h"
+#include "log.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void connector_wait(struct nd_ovobj *obj, nd_overlapped *ov);
+static const struct nd_ovobj_ops connector_ov_ops = { .wait = connector_wait };
+
+static struct nd_connector *connector_of(struct nd_ovobj *obj)
+{
+    return (struct nd_connector *)((char *)obj - offsetof(struct nd_connector, ov));
+}
+
+static bool connector_valid(const struct nd_connector *c)
+{
+    return c && c->magic == ND_MAGIC_CONNECTOR;
+}
+
+uint32_t nd_sockaddr_len(const struct sockaddr *sa);
+uint32_t nd_sockaddr_len(const struct sockaddr *sa)
+{
+    return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+static bool addr_ok(const struct sockaddr *sa, uint32_t len)
+{
+    return sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) && len >= nd_sockaddr_len(sa);
+}
+
+static bool is_wildcard(const struct sockaddr *sa)
+{
+    static const struct in6_addr any6 = IN6ADDR_ANY_INIT;
+
+    if (sa->sa_family == AF_INET)
+        return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+    return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &any6, sizeof(any6));
+}
+
+/* Is @sa an address of @a (or the wildcard, when allowed)? */
+nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok);
+nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok)
+{
+    unsigned ifindex;
+
+    if (is_wildcard(sa))
+        return wildcard_ok ? ND_SUCCESS : ND_INVALID_ADDRESS;
+    if (nd_addr_resolve(sa, nd_sockaddr_len(sa), &ifindex) != ND_SUCCESS || ifindex != a->ifindex)
+        return ND_INVALID_ADDRESS;
+    return ND_SUCCESS;
+}
+
+/* Reserve @sa's port in the TCP port space (port 0: the kernel picks); fills the port in. */
+nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out);
+nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out)
+{
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    socklen_t len = sizeof(*bound);
+
+    if (fd < 0)
+        return ND_INSUFFICIENT_RESOURCES;
+    if (sa->sa_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, sa, nd_sockaddr_len(sa)) < 0) {
+        int e = errno;
+
+        close(fd);
+        return e == EADDRINUSE ? STATUS_ADDRESS_ALREADY_ASSOCIATED
+               : e == EADDRNOTAVAIL ? ND_INVALID_ADDRESS : ND_TOO_MANY_ADDRESSES;
+    }
+    getsockname(fd, (struct sockaddr *)bound, &len);
+    *fd_out = fd;
+    return ND_SUCCESS;
+}
+
+ND_API nd_status nd_adapter_create_connector(nd_adapter *a, nd_port *port, nd_connector **out)
+{
+    struct nd_connector *c;
+
+    if (!nd_adapter_valid(a))
+        return ND_INVALID_HANDLE;
+    if (!nd_port_valid(port))
+        return ND_INVALID_PARAMETER_2;
+    if (!out)
+        return ND_INVALID_PARAMETER_3;
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        return ND_NO_MEMORY;
+    c->adapter = a;
+    c->port_fd = c->sock = -1;
+    shm_msg_init(&c->msg, 0);
+    nd_ovobj_init(&c->ov, port, &connector_ov_ops);
+    pthread_mutex_init(&c->lock, NULL);
+    nd_adapter_ref(a);
+    nd_port_ref(port);
+    c->magic = ND_MAGIC_CONNECTOR;
+    *out = c;
+    return ND_SUCCESS;
+}
+
+ND_API nd_status nd_connector_bind(nd_connector *c, const struct sockaddr *addr, uint32_t len)
+{
+    nd_status st;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    if (!addr_ok(addr, len))
+        return ND_INVALID_PARAMETER_1;
+    pthread_mutex_lock(&c->lock);
+    if (c->state != ND_CS_IDLE)
+        st = STATUS_ADDRESS_ALREADY_ASSOCIATED;
+    else if ((st = nd_cm_check_local(c->adapter, addr, false)) == ND_SUCCESS &&
+             (st = nd_cm_reserve_port(addr, &c->local, &c->port_fd)) == ND_SUCCESS)
+        c->state = ND_CS_BOUND;
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+/* ---- completing pending requests (connector lock held) ---- */
+
+static void finish_kind(struct nd_connector *c, enum nd_conn_req kind, nd_status st, struct nd_ovbatch *b)
+{
+    nd_overlapped *ov = c->ov.head, *next;
+
+    for (; ov; ov = next) {
+        next = ov->internal_next;
+        if (ov->internal_reserved == kind) {
+            nd_ov_remove(&c->ov, ov);
+            nd_ov_finish(ov, st, 0, b);
+        }
+    }
+}
+
+static void unregister_sock(struct nd_connector *c)
+{
+    if (c->registered) {
+        nd_port_del_source(c->ov.port, c->port_source, c->sock);
+        c->registered = false;
+    }
+}
+
+static void close_sock(struct nd_connector *c)
+{
+    unregister_sock(c);
+    if (c->sock >= 0)
+        close(c->sock);
+    c->sock = -1;
+}
+
+/* The connection ended from the other side (DISC, or the socket closed). */
+static void peer_disconnected(struct nd_connector *c, struct nd_ovbatch *b)
+{
+    if (c->qp)
+        shm_peer_gone(c->qp);
+    c->state = ND_CS_PASSIVE_DISC;
+    finish_kind(c, ND_CR_NOTIFY_DISC, ND_SUCCESS, b);
+}
+
+static void on_message(struct nd_connector *c, struct shm_msg *m, struct nd_ovbatch *b)
+{
+    switch (c->state) {
+    case ND_CS_CONNECTING:
+        if (m->type == SHM_REP) {
+            shm_msg_close_fds(&c->msg);
+            c->msg = *m;
+            c->have_msg = true;
+            shm_msg_init(m, 0);
+            c->state = ND_CS_REP_RECEIVED;
+            finish_kind(c, ND_CR_CONNECT, ND_SUCCESS, b);
+        } else if (m->type == SHM_REJ) {
+            c->msg = *m;
+            c->have_msg = true;
+            close_sock(c);
+            c->state = ND_CS_BOUND;     /* a refused Connect may be retried */
+            nd_qp_unref(c->qp);
+            c->qp = NULL;
+            finish_kind(c, ND_CR_CONNECT, ND_CONNECTION_REFUSED, b);
+        }
+        break;
+    case ND_CS_ACCEPTING:
+        if (m->type == SHM_RTU) {
+            c->state = ND_CS_CONNECTED;
+            finish_kind(c, ND_CR_ACCEPT, ND_SUCCESS, b);
+        } else if (m->type == SHM_REJ) {
+            c->state = ND_CS_DISCONNECTED;
+            nd_qp_fail(c->qp, ND_CANCELED);
+            finish_kind(c, ND_CR_ACCEPT, ND_CONNECTION_REFUSED, b);
+        } else if (m->type == SHM_DISC) {
+            peer_disconnected(c, b);
+            finish_kind(c, ND_CR_ACCEPT, ND_SUCCESS, b);
+        }
+        break;
+    case ND_CS_CONNECTED:
+        if (m->type == SHM_DISC || m->type == SHM_REJ)
+            peer_disconnected(c, b);
+        break;
+    case ND_CS_REQ_RECEIVED:
+    case ND_CS_REP_RECEIVED:
+        if (m->type == SHM_DISC || m->type == SHM_REJ) {
+            c->aborted = true;          /* the peer gave up before we answered */
+            close_sock(c);
+        }
+        break;
+    default:
+        break;
+    }
+    shm_msg_close_fds(m);
+}
+
+/* The socket closed under us. */
+static void on_eof(struct nd_connector *c, struct nd_ovbatch *b)
+{
+    close_sock(c);
+    switch (c->state) {
+    case ND_CS_CONNECTING:
+        c->state = ND_CS_BOUND;
+        nd_qp_unref(c->qp);
+        c->qp = NULL;
+        finish_kind(c, ND_CR_CONNECT, ND_CONNECTION_REFUSED, b);
+        break;
+    case ND_CS_ACCEPTING:
+        c->state = ND_CS_DISCONNECTED;
+        nd_qp_fail(c->qp, ND_CANCELED);
+        finish_kind(c, ND_CR_ACCEPT, ND_CONNECTION_ABORTED, b);
+        break;
+    case ND_CS_CONNECTED:
+        peer_disconnected(c, b);
+        break;
+    case ND_CS_REQ_RECEIVED:
+    case ND_CS_REP_RECEIVED:
+        c->aborted = true;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Read whatever the peer sent (connector lock held). */
+static void connector_pump(struct nd_connector *c, struct nd_ovbatch *b)
+{
+    struct shm_msg m;
+
+    while (c->sock >= 0) {
+        nd_status st = shm_recv(c->sock, &m);
+
+        if (st == ND_PENDING)
+            break;
+        if (st != ND_SUCCESS) {
+            on_eof(c, b);
+            break;
+        }
+        on_message(c, &m, b);
+    }
+}
+
+static void connector_on_signal(void *obj, struct nd_ovbatch *b)
+{
+    struct nd_connector *c = obj;
+
+    pthread_mutex_lock(&c->lock);
+    connector_pump(c, b);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static nd_status register_sock(struct nd_connector *c)
+{
+    nd_status st = nd_port_add_source(c->ov.port, c->sock, c, connector_on_signal, &c->port_source);
+
+    c->registered = st == ND_SUCCESS;
+    return st;
+}
+
+static void connector_wait(struct nd_ovobj *obj, nd_overlapped *ov)
+{
+    struct nd_connector *c = connector_of(obj);
+    struct nd_ovbatch b;
+
+    while (nd_ov_is_pending(ov)) {
+        struct pollfd pfd = { .fd = -1, .events = POLLIN };
+
+        nd_ovbatch_init(&b, c->ov.port);
+        pthread_mutex_lock(&c->lock);
+        connector_pump(c, &b);
+        pfd.fd = c->sock;
+        pthread_mutex_unlock(&c->lock);
+        nd_port_deliver(&b);
+        if (!nd_ov_is_pending(ov))
+            break;
+        poll(&pfd, pfd.fd >= 0 ? 1 : 0, 10);
+    }
+}
+
+/* ---- the active side ---- */
+
+static uint32_t clamp(uint32_t v, uint32_t max)
+{
+    return v < max ? v : max;
+}
+
+static nd_status start_connect(struct nd_connector *c, struct nd_qp *qp, const struct sockaddr *dest,
+                               uint32_t ird, uint32_t ord, const void *pdata, uint32_t plen)
+{
+    struct shm_msg m;
+    nd_status st;
+    int fd = shm_dial(dest);
+
+    if (fd < 0)
+        return fd == -ECONNREFUSED || fd == -ENOENT ? ND_CONNECTION_REFUSED : ND_INSUFFICIENT_RESOURCES;
+    if (!shm_peer_same_user(fd, &c->pid)) {
+        close(fd);   /* another user's listener: no shared memory with it */
+        return ND_CONNECTION_REFUSED;
+    }
+    shm_msg_init(&m, SHM_REQ);
+    m.ird = clamp(ird, nd_limits.max_inbound_read_limit);
+    m.ord = clamp(ord, nd_limits.max_outbound_read_limit);
+    m.pdata_len = plen;
+    if (plen)
+        memcpy(m.pdata, pdata, plen);
+    m.src = c->local;
+    st = shm_send(fd, &m, qp);
+    if (st != ND_SUCCESS) {
+        close(fd);
+        return ND_CONNECTION_REFUSED;
+    }
+    c->sock = fd;
+    memcpy(&c->peer, dest, nd_sockaddr_len(dest));
+    c->ird = m.ird;
+    c->ord = m.ord;
+    return register_sock(c);
+}
+
+ND_API nd_status nd_connector_connect(nd_connector *c, nd_qp *qp, const struct sockaddr *dest, uint32_t dest_len,
+                                      uint32_t ird, uint32_t ord, const void *pdata, uint32_t plen,
+                                      nd_overlapped *ov)
+{
+    nd_status st;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    if (!nd_qp_valid(qp) || qp->adapter != c->adapter)
+        return ND_INVALID_PARAMETER_1;
+    if (!addr_ok(dest, dest_len))
+        return ND_INVALID_PARAMETER_2;
+    if (plen > nd_limits.max_caller_data)
+        return ND_INVALID_BUFFER_SIZE;
+    if (plen && !pdata)
+        return ND_INVALID_PARAMETER_6;
+    if (!ov)
+        return ND_INVALID_PARAMETER_8;
+    if (is_wildcard(dest))
+        return STATUS_BAD_NETWORK_NAME;
+    pthread_mutex_lock(&c->lock);
+    if (c->state == ND_CS_IDLE)
+        st = STATUS_ADDRESS_NOT_ASSOCIATED;
+    else if (c->state == ND_CS_QUEUED || c->state == ND_CS_DISCONNECTED)
+        st = ND_INVALID_DEVICE_STATE;
+    else if (c->state != ND_CS_BOUND || qp->state != ND_QPS_IDLE)
+        st = ND_CONNECTION_ACTIVE;
+    else if ((st = start_connect(c, qp, dest, ird, ord, pdata, plen)) == ND_SUCCESS) {
+        nd_qp_ref(qp);
+        c->qp = qp;
+        c->state = ND_CS_CONNECTING;
+        c->have_msg = false;
+        nd_ov_start(&c->ov, ov);
+        ov->internal_reserved = ND_CR_CONNECT;
+        st = ND_PENDING;
+    } else if (c->sock >= 0) {
+        close_sock(c);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+ND_API nd_status nd_connector_complete_connect(nd_connector *c, nd_overlapped *ov)
+{
+    struct shm_msg rtu;
+    nd_status st;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    if (!ov)
+        return ND_INVALID_PARAMETER_1;
+    pthread_mutex_lock(&c->lock);
+    if (c->state != ND_CS_REP_RECEIVED) {
+        st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_ABORTED : ND_CONNECTION_INVALID;
+    } else if (c->aborted) {
+        c->state = ND_CS_DISCONNECTED;
+        st = ND_CONNECTION_ABORTED;
+    } else {
+        /* Our inbound limit is what the peer will read from us, and the reverse. */
+        c->ird = clamp(c->ird, c->msg.ord);
+        c->ord = clamp(c->ord, c->msg.ird);
+        st = shm_attach(c->qp, c->sock, c->pid, &c->msg, c->ird, c->ord);
+        shm_msg_init(&rtu, SHM_RTU);
+        if (st == ND_SUCCESS)
+            st = shm_send(c->sock, &rtu, NULL);
+        c->state = st == ND_SUCCESS ? ND_CS_CONNECTED : ND_CS_DISCONNECTED;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+/* ---- the passive side ---- */
+
+/* A listener hands over a request (its socket and REQ) to this fresh connector. */
+void nd_connector_take_request(struct nd_connector *c, int sock, pid_t pid, struct shm_msg *req,
+                               const struct sockaddr_storage *local, struct nd_ovbatch *b);
+void nd_connector_take_request(struct nd_connector *c, int sock, pid_t pid, struct shm_msg *req,
+                               const struct sockaddr_storage *local, struct nd_ovbatch *b)
+{
+    pthread_mutex_lock(&c->lock);
+    c->sock = sock;
+    c->pid = pid;
+    c->msg = *req;
+    c->have_msg = true;
+    c->peer = req->src;
+    c->local = *local;
+    c->state = ND_CS_REQ_RECEIVED;
+    if (register_sock(c) != ND_SUCCESS)
+        c->aborted = true;
+    /* Anything the peer sent after its REQ is read when the port reports the socket. */
+    (void)b;
+    pthread_mutex_unlock(&c->lock);
+}
+
+ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, uint32_t ord, const void *pdata,
+                                     uint32_t plen, nd_overlapped *ov)
+{
+    struct shm_msg rep;
+    nd_status st;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    if (!nd_qp_valid(qp) || qp->adapter != c->adapter)
+        return ND_INVALID_PARAMETER_1;
+    if (plen > nd_limits.max_callee_data)
+        return ND_INVALID_BUFFER_SIZE;
+    if ((plen && !pdata) || !ov)
+        return ND_INVALID_PARAMETER;
+    pthread_mutex_lock(&c->lock);
+    if (c->state != ND_CS_REQ_RECEIVED || qp->state != ND_QPS_IDLE) {
+        st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_ABORTED : ND_CONNECTION_ACTIVE;
+    } else if (c->aborted) {
+        c->state = ND_CS_DISCONNECTED;
+        st = ND_CONNECTION_ABORTED;
+    } else {
+        c->ird = clamp(clamp(ird, nd_limits.max_inbound_read_limit), c->msg.ord);
+        c->ord = clamp(clamp(ord, nd_limits.max_outbound_read_limit), c->msg.ird);
+        st = shm_attach(qp, c->sock, c->pid, &c->msg, c->ird, c->ord);
+        shm_msg_init(&rep, SHM_REP);
+        rep.ird = c->ird;
+        rep.ord = c->ord;
+        rep.pdata_len = plen;
+        if (plen)
+            memcpy(rep.pdata, pdata, plen);
+        rep.src = c->local;
+        if (st == ND_SUCCESS)
+            st = shm_send(c->sock, &rep, qp);
+        if (st == ND_SUCCESS) {
+            nd_qp_ref(qp);
+            c->qp = qp;
+            c->have_msg = false;
+            c->state = ND_CS_ACCEPTING;
+            nd_ov_start(&c->ov, ov);
+            ov->internal_reserved = ND_CR_ACCEPT;
+            st = ND_PENDING;
+        } else {
+            c->state = ND_CS_DISCONNECTED;
+            st = ND_CONNECTION_ABORTED;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+ND_API nd_status nd_connector_reject(nd_connector *c, const void *pdata, uint32_t plen)
+{
+    struct shm_msg rej;
+    nd_status st = ND_SUCCESS;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    if (plen > nd_limits.max_callee_data)
+        return ND_INVALID_BUFFER_SIZE;
+    if (plen && !pdata)
+        return ND_INVALID_PARAMETER_1;
+    pthread_mutex_lock(&c->lock);
+    if (c->state == ND_CS_REQ_RECEIVED || c->state == ND_CS_REP_RECEIVED) {
+        shm_msg_init(&rej, SHM_REJ);
+        rej.pdata_len = plen;
+        if (plen)
+            memcpy(rej.pdata, pdata, plen);
+        if (c->sock >= 0)
+            shm_send(c->sock, &rej, NULL);
+        close_sock(c);
+        c->state = ND_CS_DISCONNECTED;
+    } else {
+        st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_INVALID : ND_INVALID_DEVICE_STATE;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+/* ---- queries ---- */
+
+ND_API nd_status nd_connector_get_read_limits(nd_connector *c, uint32_t *inbound, uint32_t *outbound)
+{
+    nd_status st = ND_SUCCESS;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    pthread_mutex_lock(&c->lock);
+    if (c->state == ND_CS_REQ_RECEIVED) {
+        /* The peer's view swapped: what it will read from us is our inbound. */
+        if (inbound)
+            *inbound = clamp(c->msg.ord, nd_limits.max_inbound_read_limit);
+        if (outbound)
+            *outbound = clamp(c->msg.ird, nd_limits.max_outbound_read_limit);
+    } else if (c->state == ND_CS_REP_RECEIVED) {
+        if (inbound)
+            *inbound = clamp(c->ird, c->msg.ord);
+        if (outbound)
+            *outbound = clamp(c->ord, c->msg.ird);
+    } else {
+        st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_INVALID : ND_INVALID_DEVICE_STATE;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+ND_API nd_status nd_connector_get_private_data(nd_connector *c, void *buf, uint32_t *len)
+{
+    nd_status st = ND_SUCCESS;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    if (!len)
+        return ND_INVALID_PARAMETER_2;
+    pthread_mutex_lock(&c->lock);
+    if (!c->have_msg) {
+        st = ND_CONNECTION_INVALID;
+    } else {
+        uint32_t n = c->msg.pdata_len;
+
+        if (buf)
+            memcpy(buf, c->msg.pdata, *len < n ? *len : n);
+        if (!buf || *len < n)
+            st = ND_BUFFER_OVERFLOW;
+        *len = n;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+static nd_status copy_addr(const struct sockaddr_storage *ss, struct sockaddr *out, uint32_t *len)
+{
+    uint32_t need = nd_sockaddr_len((const struct sockaddr *)ss);
+
+    if (!len)
+        return ND_INVALID_PARAMETER_2;
+    if (!out || *len < need) {
+        *len = need;
+        return ND_BUFFER_OVERFLOW;
+    }
+    memcpy(out, ss, need);
+    *len = need;
+    return ND_SUCCESS;
+}
+
+ND_API nd_status nd_connector_get_local_address(nd_connector *c, struct sockaddr *addr, uint32_t *len)
+{
+    nd_status st;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    pthread_mutex_lock(&c->lock);
+    st = c->state == ND_CS_IDLE || c->state == ND_CS_QUEUED ? ND_CONNECTION_INVALID
+                                                              : copy_addr(&c->local, addr, len);
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+ND_API nd_status nd_connector_get_peer_address(nd_connector *c, struct sockaddr *addr, uint32_t *len)
+{
+    nd_status st;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    pthread_mutex_lock(&c->lock);
+    switch (c->state) {
+    case ND_CS_REQ_RECEIVED: case ND_CS_REP_RECEIVED: case ND_CS_ACCEPTING: case ND_CS_CONNECTED:
+        st = copy_addr(&c->peer, addr, len);
+        break;
+    default:
+        st = ND_CONNECTION_INVALID;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+/* ---- disconnection ---- */
+
+ND_API nd_status nd_connector_notify_disconnect(nd_connector *c, nd_overlapped *ov)
+{
+    struct nd_ovbatch b;
+    nd_status st;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    if (!ov)
+        return ND_INVALID_PARAMETER_1;
+    nd_ovbatch_init(&b, c->ov.port);
+    pthread_mutex_lock(&c->lock);
+    connector_pump(c, &b);   /* a disconnect may already be waiting in the socket */
+    if (c->state == ND_CS_CONNECTED || c->state == ND_CS_ACCEPTING) {
+        nd_ov_start(&c->ov, ov);
+        ov->internal_reserved = ND_CR_NOTIFY_DISC;
+        st = ND_PENDING;
+    } else if (c->state == ND_CS_PASSIVE_DISC) {
+        st = ND_SUCCESS;
+    } else {
+        st = c->state == ND_CS_DISCONNECTED ? STATUS_CONNECTION_DISCONNECTED : ND_INVALID_DEVICE_STATE;
+    }
+    pthread_mutex_unlock(&c->lock);
+    nd_port_deliver(&b);
+    return st;
+}
+
+/* Tear down (connector lock held): tell the peer, flush our QP, release waiters. */
+static void disconnect_locked(struct nd_connector *c, struct nd_ovbatch *b)
+{
+    struct shm_msg disc;
+
+    if (c->sock >= 0) {
+        shm_msg_init(&disc, SHM_DISC);
+        shm_send(c->sock, &disc, NULL);
+    }
+    if (c->qp)
+        nd_qp_fail(c->qp, ND_CANCELED);
+    finish_kind(c, ND_CR_NOTIFY_DISC, STATUS_CONNECTION_DISCONNECTED, b);
+    close_sock(c);
+    c->state = ND_CS_DISCONNECTED;
+}
+
+ND_API nd_status nd_connector_disconnect(nd_connector *c, nd_overlapped *ov)
+{
+    struct nd_ovbatch b;
+    nd_status st = ND_SUCCESS;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    if (!ov)
+        return ND_INVALID_PARAMETER_1;
+    nd_ovbatch_init(&b, c->ov.port);
+    pthread_mutex_lock(&c->lock);
+    if (c->state == ND_CS_CONNECTED || c->state == ND_CS_PASSIVE_DISC)
+        disconnect_locked(c, &b);
+    else
+        st = ND_CONNECTION_INVALID;
+    pthread_mutex_unlock(&c->lock);
+    nd_port_deliver(&b);
+    return st;
+}
+
+ND_API nd_status nd_connector_cancel_overlapped_requests(nd_connector *c)
+{
+    struct nd_ovbatch b;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    nd_ovbatch_init(&b, c->ov.port);
+    pthread_mutex_lock(&c->lock);
+    for (nd_overlapped *ov = nd_ov_take_all(&c->ov), *next; ov; ov = next) {
+        next = nd_ov_next(ov);
+        if (ov->internal_reserved == ND_CR_CONNECT && c->state == ND_CS_CONNECTING) {
+            close_sock(c);
+            c->state = ND_CS_BOUND;
+            nd_qp_unref(c->qp);
+            c->qp = NULL;
+        }
+        nd_ov_finish(ov, ND_CANCELED, 0, &b);
+    }
+    pthread_mutex_unlock(&c->lock);
+    nd_port_deliver(&b);
+    return ND_SUCCESS;
+}
+
+ND_API nd_status nd_connector_get_overlapped_result(nd_connector *c, nd_overlapped *ov, int wait)
+{
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    return nd_get_overlapped_result(ov, wait);
+}
+
+/* A listener closing or cancelling releases a connector it was filling. */
+void nd_connector_unqueue(struct nd_connector *c);
+void nd_connector_unqueue(struct nd_connector *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->state == ND_CS_QUEUED)
+        c->state = ND_CS_IDLE;
+    pthread_mutex_unlock(&c->lock);
+}
+
+bool nd_connector_queue(struct nd_connector *c, struct nd_adapter *a);
+bool nd_connector_queue(struct nd_connector *c, struct nd_adapter *a)
+{
+    bool ok;
+
+    pthread_mutex_lock(&c->lock);
+    ok = c->state == ND_CS_IDLE && c->adapter == a;
+    if (ok)
+        c->state = ND_CS_QUEUED;
+    pthread_mutex_unlock(&c->lock);
+    return ok;
+}
+
+bool nd_connector_valid(const struct nd_connector *c);
+bool nd_connector_valid(const struct nd_connector *c)
+{
+    return connector_valid(c);
+}
+
+ND_API nd_status nd_connector_close(nd_connector *c)
+{
+    struct nd_ovbatch b;
+
+    if (!connector_valid(c))
+        return ND_INVALID_HANDLE;
+    nd_connector_cancel_overlapped_requests(c);
+    nd_ovbatch_init(&b, c->ov.port);
+    pthread_mutex_lock(&c->lock);
+    if (c->state == ND_CS_CONNECTED || c->state == ND_CS_ACCEPTING || c->state == ND_CS_PASSIVE_DISC)
+        disconnect_locked(c, &b);   /* Release without Disconnect: an implicit one */
+    else if (c->state == ND_CS_REQ_RECEIVED || c->state == ND_CS_REP_RECEIVED) {
+        struct shm_msg rej;
+
+        shm_msg_init(&rej, SHM_REJ);
+        if (c->sock >= 0)
+            shm_send(c->sock, &rej, NULL);
+    }
+    close_sock(c);
+    c->magic = ND_MAGIC_DEAD;
+    pthread_mutex_unlock(&c->lock);
+    nd_port_deliver(&b);
+    if (c->qp)
+        nd_qp_unref(c->qp);
+    shm_msg_close_fds(&c->msg);
+    if (c->port_fd >= 0)
+        close(c->port_fd);
+    pthread_mutex_destroy(&c->lock);
+    nd_port_unref(c->ov.port);
+    nd_adapter_unref(c->adapter);
+    free(c);
+    return ND_SUCCESS;
+}

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Listeners: bind (reserving the port in the TCP port space), listen on the rendezvous,
+ * and hand each incoming request to the oldest pending GetConnectionRequest (FIFO).
+ */
+#include "cm_int.h"
+#include "log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { LS_IDLE, LS_BOUND, LS_LISTENING };
+
+struct incoming {
+    int sock;
+    pid_t pid;
+    struct shm_msg req;
+};
+
+struct gcr {
+    nd_overlapped *ov;
+    struct nd_connector *c;
+};
+
+struct nd_listener {
+    uint32_t magic;
+    struct nd_adapter *adapter;
+    struct nd_ovobj ov;
+    pthread_mutex_t lock;
+    int state;
+    struct sockaddr_storage addr;
+    int port_fd, ufd;
+    bool registered;
+    uint32_t port_source;
+    uint32_t backlog;
+    struct incoming *in;
+    uint32_t nin, capin;
+    struct gcr *g;
+    uint32_t ng, capg;
+};
+
+/* From cm.c */
+uint32_t nd_sockaddr_len(const struct sockaddr *sa);
+nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok);
+nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out);
+void nd_connector_take_request(struct nd_connector *c, int sock, pid_t pid, struct shm_msg *req,
+                               const struct sockaddr_storage *local, struct nd_ovbatch *b);
+void nd_connector_unqueue(struct nd_connector *c);
+bool nd_connector_queue(struct nd_connector *c, struct nd_adapter *a);
+bool nd_connector_valid(const struct nd_connector *c);
+
+static void listener_wait(struct nd_ovobj *obj, nd_overlapped *ov);
+static const struct nd_ovobj_ops listener_ov_ops = { .wait = listener_wait };
+
+static bool listener_valid(const struct nd_listener *l)
+{
+    return l && l->magic == ND_MAGIC_LISTENER;
+}
+
+ND_API nd_status nd_adapter_create_listener(nd_adapter *a, nd_port *port, nd_listener **out)
+{
+    struct nd_listener *l;
+
+    if (!nd_adapter_valid(a))
+        return ND_INVALID_HANDLE;
+    if (!nd_port_valid(port))
+        return ND_INVALID_PARAMETER_2;
+    if (!out)
+        return ND_INVALID_PARAMETER_3;
+    l = calloc(1, sizeof(*l));
+    if (!l)
+        return ND_NO_MEMORY;
+    l->adapter = a;
+    l->port_fd = l->ufd = -1;
+    nd_ovobj_init(&l->ov, port, &listener_ov_ops);
+    pthread_mutex_init(&l->lock, NULL);
+    nd_adapter_ref(a);
+    nd_port_ref(port);
+    l->magic = ND_MAGIC_LISTENER;
+    *out = l;
+    return ND_SUCCESS;
+}
+
+ND_API nd_status nd_listener_bind(nd_listener *l, const struct sockaddr *addr, uint32_t len)
+{
+    nd_status st;
+
+    if (!listener_valid(l))
+        return ND_INVALID_HANDLE;
+    if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) || len < nd_sockaddr_len(addr))
+        return ND_INVALID_PARAMETER_1;
+    pthread_mutex_lock(&l->lock);
+    if (l->state != LS_IDLE)
+        st = STATUS_ADDRESS_ALREADY_ASSOCIATED;
+    else if ((st = nd_cm_check_local(l->adapter, addr, true)) == ND_SUCCESS &&
+             (st = nd_cm_reserve_port(addr, &l->addr, &l->port_fd)) == ND_SUCCESS)
+        l->state = LS_BOUND;
+    pthread_mutex_unlock(&l->lock);
+    return st;
+}
+
+static void reject_and_close(int sock)
+{
+    struct shm_msg rej;
+
+    shm_msg_init(&rej, SHM_REJ);
+    shm_send(sock, &rej, NULL);
+    close(sock);
+}
+
+/* Read the REQ an accepted connection carries; the dialer sends it right after connect. */
+static bool read_request(int sock, struct incoming *in)
+{
+    struct pollfd pfd = { .fd = sock, .events = POLLIN };
+
+    if (poll(&pfd, 1, 1000) != 1 || shm_recv(sock, &in->req) != ND_SUCCESS)
+        return false;
+    if (in->req.type != SHM_REQ) {
+        shm_msg_close_fds(&in->req);
+        return false;
+    }
+    return true;
+}
+
+static void accept_all(struct nd_listener *l)
+{
+    for (;;) {
+        struct incoming in = { 0 };
+        int sock = shm_accept(l->ufd);
+
+        if (sock < 0)
+            break;
+        in.sock = sock;
+        if (!shm_peer_same_user(sock, &in.pid) || !read_request(sock, &in)) {
+            close(sock);
+            continue;
+        }
+        if ((l->backlog && l->nin >= l->backlog) ||
+            (l->nin == l->capin && !(l->in = realloc(l->in, (l->capin = l->capin * 2 + 8) * sizeof(*l->in))))) {
+            shm_msg_close_fds(&in.req);
+            reject_and_close(sock);     /* over the backlog: ND_CONNECTION_REFUSED at the peer */
+            continue;
+        }
+        l->in[l->nin++] = in;
+    }
+}
+
+/* Pair queued requests with pending GetConnectionRequest calls, oldest first. */
+static void match(struct nd_listener *l, struct nd_ovbatch *b)
+{
+    while (l->nin && l->ng) {
+        struct incoming in = l->in[0];
+        struct gcr g = l->g[0];
+
+        memmove(l->in, l->in + 1, --l->nin * sizeof(*l->in));
+        memmove(l->g, l->g + 1, --l->ng * sizeof(*l->g));
+        nd_connector_take_request(g.c, in.sock, in.pid, &in.req, &l->addr, b);
+        nd_ov_remove(&l->ov, g.ov);
+        nd_ov_finish(g.ov, ND_SUCCESS, 0, b);
+    }
+}
+
+static void listener_pump(struct nd_listener *l, struct nd_ovbatch *b)
+{
+    if (l->state == LS_LISTENING)
+        accept_all(l);
+    match(l, b);
+}
+
+static void listener_on_signal(void *obj, struct nd_ovbatch *b)
+{
+    struct nd_listener *l = obj;
+
+    pthread_mutex_lock(&l->lock);
+    listener_pump(l, b);
+    pthread_mutex_unlock(&l->lock);
+}
+
+static void listener_wait(struct nd_ovobj *obj, nd_overlapped *ov)
+{
+    struct nd_listener *l = (struct nd_listener *)((char *)obj - offsetof(struct nd_listener, ov));
+    struct nd_ovbatch b;
+
+    while (nd_ov_is_pending(ov)) {
+        struct pollfd pfd = { .fd = -1, .events = POLLIN };
+
+        nd_ovbatch_init(&b, l->ov.port);
+        pthread_mutex_lock(&l->lock);
+        listener_pump(l, &b);
+        pfd.fd = l->ufd;
+        pthread_mutex_unlock(&l->lock);
+        nd_port_deliver(&b);
+        if (!nd_ov_is_pending(ov))
+            break;
+        poll(&pfd, pfd.fd >= 0 ? 1 : 0, 10);
+    }
+}
+
+ND_API nd_status nd_listener_listen(nd_listener *l, uint32_t backlog)
+{
+    nd_status st = ND_SUCCESS;
+
+    if (!listener_valid(l))
+        return ND_INVALID_HANDLE;
+    pthread_mutex_lock(&l->lock);
+    if (l->state != LS_BOUND) {
+        st = ND_INVALID_DEVICE_STATE;
+    } else {
+        l->ufd = shm_listen((struct sockaddr *)&l->addr, (int)(backlog ? backlog : SOMAXCONN));
+        if (l->ufd < 0) {
+            st = l->ufd == -EADDRINUSE ? STATUS_ADDRESS_ALREADY_ASSOCIATED : ND_INSUFFICIENT_RESOURCES;
+            l->ufd = -1;
+        } else if ((st = nd_port_add_source(l->ov.port, l->ufd, l, listener_on_signal, &l->port_source)) ==
+                   ND_SUCCESS) {
+            l->registered = true;
+            l->backlog = backlog;
+            l->state = LS_LISTENING;
+        } else {
+            close(l->ufd);
+            l->ufd = -1;
+        }
+    }
+    pthread_mutex_unlock(&l->lock);
+    return st;
+}
+
+ND_API nd_status nd_listener_get_local_address(nd_listener *l, struct sockaddr *addr, uint32_t *len)
+{
+    nd_status st;
+
+    if (!listener_valid(l))
+        return ND_INVALID_HANDLE;
+    if (!len)
+        return ND_INVALID_PARAMETER_2;
+    pthread_mutex_lock(&l->lock);
+    if (l->state != LS_LISTENING) {
+        st = ND_INVALID_DEVICE_STATE;
+    } else {
+        uint32_t need = nd_sockaddr_len((struct sockaddr *)&l->addr);
+
+        st = !addr || *len < need ? ND_BUFFER_OVERFLOW : ND_SUCCESS;
+        if (st == ND_SUCCESS)
+            memcpy(addr, &l->addr, need);
+        *len = need;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return st;
+}
+
+ND_API nd_status nd_listener_get_connection_request(nd_listener *l, nd_connector *c, nd_overlapped *ov)
+{
+    struct nd_ovbatch b;
+    nd_status st = ND_PENDING;
+
+    if (!listener_valid(l))
+        return ND_INVALID_HANDLE;
+    if (!nd_connector_valid(c))
+        return ND_INVALID_PARAMETER_1;
+    if (!ov)
+        return ND_INVALID_PARAMETER_2;
+    nd_ovbatch_init(&b, l->ov.port);
+    pthread_mutex_lock(&l->lock);
+    if (l->state != LS_LISTENING) {
+        st = ND_INVALID_DEVICE_STATE;
+    } else if (!nd_connector_queue(c, l->adapter)) {
+        st = ND_INVALID_DEVICE_STATE;
+    } else if (l->ng == l->capg && !(l->g = realloc(l->g, (l->capg = l->capg * 2 + 8) * sizeof(*l->g)))) {
+        nd_connector_unqueue(c);
+        st = ND_NO_MEMORY;
+    } else {
+        l->g[l->ng++] = (struct gcr){ ov, c };
+        nd_ov_start(&l->ov, ov);
+        ov->internal_reserved = ND_CR_GET_REQUEST;
+        match(l, &b);       /* a request may be waiting already */
+    }
+    pthread_mutex_unlock(&l->lock);
+    nd_port_deliver(&b);
+    return st;
+}
+
+static void cancel_all(struct nd_listener *l, struct nd_ovbatch *b)
+{
+    for (uint32_t i = 0; i < l->ng; i++)
+        nd_connector_unqueue(l->g[i].c);
+    l->ng = 0;
+    for (nd_overlapped *ov = nd_ov_take_all(&l->ov), *next; ov; ov = next) {
+        next = nd_ov_next(ov);
+        nd_ov_finish(ov, ND_CANCELED, 0, b);
+    }
+}
+
+ND_API nd_status nd_listener_cancel_overlapped_requests(nd_listener *l)
+{
+    struct nd_ovbatch b;
+
+    if (!listener_valid(l))
+        return ND_INVALID_HANDLE;
+    nd_ovbatch_init(&b, l->ov.port);
+    pthread_mutex_lock(&l->lock);
+    cancel_all(l, &b);
+    pthread_mutex_unlock(&l->lock);
+    nd_port_deliver(&b);
+    return ND_SUCCESS;
+}
+
+ND_API nd_status nd_listener_get_overlapped_result(nd_listener *l, nd_overlapped *ov, int wait)
+{
+    if (!listener_valid(l))
+        return ND_INVALID_HANDLE;
+    return nd_get_overlapped_result(ov, wait);
+}
+
+ND_API nd_status nd_listener_close(nd_listener *l)
+{
+    struct nd_ovbatch b;
+
+    if (!listener_valid(l))
+        return ND_INVALID_HANDLE;
+    nd_ovbatch_init(&b, l->ov.port);
+    pthread_mutex_lock(&l->lock);
+    cancel_all(l, &b);
+    if (l->registered)
+        nd_port_del_source(l->ov.port, l->port_source, l->ufd);
+    for (uint32_t i = 0; i < l->nin; i++) {
+        shm_msg_close_fds(&l->in[i].req);
+        reject_and_close(l->in[i].sock);
+    }
+    if (l->ufd >= 0)
+        close(l->ufd);
+    if (l->port_fd >= 0)
+        close(l->port_fd);
+    l->magic = ND_MAGIC_DEAD;
+    pthread_mutex_unlock(&l->lock);
+    nd_port_deliver(&b);
+    free(l->in);
+    free(l->g);
+    pthread_mutex_destroy(&l->lock);
+    nd_port_unref(l->ov.port);
+    nd_adapter_unref(l->adapter);
+    free(l);
+    return ND_SUCCESS;
+}

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+/* shm rendezvous: abstract unix sockets, CM messages with descriptors, peer credentials. */
+#include "shm.h"
+#include "core/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define SHM_MAGIC 0x4e44434du
+#define SHM_VERSION 1u
+
+/* The message on the wire: fixed size, little-endian host order (same host). */
+struct shm_wire {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t ird, ord, pdata_len;
+    uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
+    uint32_t family;
+    uint16_t port;
+    uint8_t addr[16];
+    uint8_t pdata[SHM_MAX_PDATA];
+};
+
+void shm_msg_init(struct shm_msg *m, uint16_t type)
+{
+    memset(m, 0, sizeof(*m));
+    m->type = type;
+    for (int i = 0; i < SHM_NFDS; i++)
+        m->fds[i] = -1;
+}
+
+void shm_msg_close_fds(struct shm_msg *m)
+{
+    for (int i = 0; i < SHM_NFDS; i++)
+        if (m->fds[i] >= 0) {
+            close(m->fds[i]);
+            m->fds[i] = -1;
+        }
+}
+
+/* "\0netdirect/<addr>/<port>": abstract names live in the network namespace, like addresses. */
+static socklen_t rendezvous_name(const struct sockaddr *sa, struct sockaddr_un *un)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    uint16_t port;
+    int n;
+
+    memset(un, 0, sizeof(*un));
+    un->sun_family = AF_UNIX;
+    if (sa->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof(ip));
+        port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    } else {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof(ip));
+        port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+    }
+    n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "netdirect/%s/%u", ip, port);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+int shm_listen(const struct sockaddr *addr, int backlog)
+{
+    struct sockaddr_un un;
+    socklen_t len = rendezvous_name(addr, &un);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -errno;
+    if (bind(fd, (struct sockaddr *)&un, len) < 0 || listen(fd, backlog > 0 ? backlog : SOMAXCONN) < 0) {
+        int e = errno;
+
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+static int dial_name(const struct sockaddr *sa)
+{
+    struct sockaddr_un un;
+    socklen_t len = rendezvous_name(sa, &un);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), e;
+
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (struct sockaddr *)&un, len) == 0)
+        return fd;
+    e = errno;
+    close(fd);
+    return -e;
+}
+
+int shm_dial(const struct sockaddr *dest)
+{
+    struct sockaddr_storage any;
+    int fd = dial_name(dest);
+
+    if (fd >= 0 || (fd != -ECONNREFUSED && fd != -ENOENT))
+        return fd;
+    /* A listener on the wildcard address serves every local address. */
+    memset(&any, 0, sizeof(any));
+    any.ss_family = dest->sa_family;
+    if (dest->sa_family == AF_INET)
+        ((struct sockaddr_in *)&any)->sin_port = ((const struct sockaddr_in *)dest)->sin_port;
+    else
+        ((struct sockaddr_in6 *)&any)->sin6_port = ((const struct sockaddr_in6 *)dest)->sin6_port;
+    return dial_name((struct sockaddr *)&any);
+}
+
+int shm_accept(int listen_fd)
+{
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+    return fd < 0 ? -errno : fd;
+}
+
+bool shm_peer_same_user(int sock, pid_t *pid)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+        return false;
+    *pid = cred.pid;
+    return cred.uid == geteuid();
+}
+
+static void encode_addr(struct shm_wire *w, const struct sockaddr_storage *ss)
+{
+    w->family = ss->ss_family;
+    if (ss->ss_family == AF_INET) {
+        w->port = ((const struct sockaddr_in *)ss)->sin_port;
+        memcpy(w->addr, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+    } else if (ss->ss_family == AF_INET6) {
+        w->port = ((const struct sockaddr_in6 *)ss)->sin6_port;
+        memcpy(w->addr, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+    }
+}
+
+static void decode_addr(const struct shm_wire *w, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (w->family == AF_INET) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+        sin->sin_family = AF_INET;
+        sin->sin_port = w->port;
+        memcpy(&sin->sin_addr, w->addr, 4);
+    } else if (w->family == AF_INET6) {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = w->port;
+        memcpy(&sin6->sin6_addr, w->addr, 16);
+    }
+}
+
+nd_status shm_send(int sock, struct shm_msg *m, struct nd_qp *qp)
+{
+    struct shm_wire w = { .magic = SHM_MAGIC, .version = SHM_VERSION, .type = m->type, .ird = m->ird,
+                          .ord = m->ord, .pdata_len = m->pdata_len };
+    union { char buf[CMSG_SPACE(sizeof(int) * SHM_NFDS)]; struct cmsghdr align; } cbuf;
+    struct iovec iov = { &w, sizeof(w) };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+    int fds[SHM_NFDS], ro_fd = -1;
+    ssize_t n;
+
+    memcpy(w.pdata, m->pdata, m->pdata_len);
+    encode_addr(&w, &m->src);
+    if (qp) {
+        ro_fd = nd_adapter_export_ro_fd(qp->adapter);
+        if (ro_fd < 0)
+            return ND_INSUFFICIENT_RESOURCES;
+        w.rq_entries = qp->rq_entries;
+        w.max_sge = qp->ctl->max_sge;
+        w.slot_size = ND_SLOT_SIZE;
+        w.arm_slot = qp->rcq->arm_slot;
+        w.iarm_slot = qp->icq->arm_slot;
+        fds[0] = qp->region_fd;
+        fds[1] = ro_fd;
+        fds[2] = qp->rcq->signal_fd;
+        fds[3] = qp->icq->signal_fd;
+        memset(&cbuf, 0, sizeof(cbuf));
+        mh.msg_control = cbuf.buf;
+        mh.msg_controllen = sizeof(cbuf.buf);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(fds));
+        memcpy(CMSG_DATA(c), fds, sizeof(fds));
+    }
+    do
+        n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (ro_fd >= 0)
+        close(ro_fd);
+    if (n == (ssize_t)sizeof(w))
+        return ND_SUCCESS;
+    nd_log(ND_LOG_INFO, ND_SUB_SHM, "CM send failed: %m");
+    return ND_CONNECTION_ABORTED;
+}
+
+/* Keep exactly the descriptors a message of this type carries; close anything else. */
+static bool take_fds(struct msghdr *mh, struct shm_msg *m, bool want)
+{
+    bool ok = !want;
+
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int fds[16];
+
+        memcpy(fds, CMSG_DATA(c), (n < 16 ? n : 16) * sizeof(int));
+        if (want && n == SHM_NFDS && !ok) {
+            memcpy(m->fds, fds, sizeof(m->fds));
+            ok = true;
+            continue;
+        }
+        for (size_t i = 0; i < n && i < 16; i++)
+            close(fds[i]);
+    }
+    return ok;
+}
+
+nd_status shm_recv(int sock, struct shm_msg *m)
+{
+    union { char buf[CMSG_SPACE(sizeof(int) * 16)]; struct cmsghdr align; } cbuf;
+    struct shm_wire w;
+    struct iovec iov = { &w, sizeof(w) };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+                         .msg_controllen = sizeof(cbuf.buf) };
+    ssize_t n;
+
+    do
+        n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return ND_PENDING;
+    shm_msg_init(m, 0);
+    if (n <= 0) {
+        take_fds(&mh, m, false);
+        return ND_CONNECTION_ABORTED;
+    }
+    bool carries_qp = n == (ssize_t)sizeof(w) && (w.type == SHM_REQ || w.type == SHM_REP);
+    if (!take_fds(&mh, m, carries_qp) || n != (ssize_t)sizeof(w) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+        w.magic != SHM_MAGIC || w.version != SHM_VERSION || w.type < SHM_REQ || w.type > SHM_DISC ||
+        w.pdata_len > SHM_MAX_PDATA) {
+        shm_msg_close_fds(m);
+        nd_log(ND_LOG_WARN, ND_SUB_SHM, "malformed CM message from peer (%zd bytes)", n);
+        return ND_CONNECTION_ABORTED;
+    }
+    m->type = w.type;
+    m->ird = w.ird;
+    m->ord = w.ord;
+    m->pdata_len = w.pdata_len;
+    memcpy(m->pdata, w.pdata, w.pdata_len);
+    decode_addr(&w, &m->src);
+    m->rq_entries = w.rq_entries;
+    m->max_sge = w.max_sge;
+    m->slot_size = w.slot_size;
+    m->arm_slot = w.arm_slot;
+    m->iarm_slot = w.iarm_slot;
+    return ND_SUCCESS;
+}

@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: MIT
+/*
+ * shm data path. The initiator does what a NIC would: it reads the peer's posted receive,
+ * places the message (a slot copy for small ones, one process_vm_writev for the rest),
+ * writes the completion into the peer's inbound ring and signals the peer's CQ only if
+ * armed. Read and Write check the peer's token table and move the bytes with one
+ * cross-memory call; the peer's CPU takes no part.
+ */
+#include "shm.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define RNR_TIMEOUT_NS (100ull * 1000000)     /* a send waits this long for a receive */
+#define LIVENESS_NS (50ull * 1000000)         /* how often a polled QP checks its peer */
+#define MAX_IOV 64
+
+struct held {
+    struct nd_wr wr;
+    nd_sge *sge;
+};
+
+struct shm_conn {
+    pid_t pid;
+    int sock;                       /* dup of the connection socket: liveness */
+    uint8_t *peer_adapter;          /* read-only: arm words and token table */
+    const struct nd_mtab_entry *peer_mtab;
+    uint8_t *peer_region;
+    size_t peer_region_size;
+    struct nd_qp_layout pl;
+    struct nd_qp_ctl *pctl;
+    uint32_t peer_rq_entries, peer_max_sge;
+    struct nd_ring_producer pprod;  /* into the peer's inbound ring */
+    int peer_rcq_fd, peer_icq_fd;
+    uint32_t next_peer_recv;
+    uint32_t ird, ord;
+    struct held *held;              /* FIFO of requests waiting behind a send with no receive */
+    uint32_t held_head, held_cap;
+    _Atomic uint32_t held_count;     /* read without the lock by shm_progress */
+    uint64_t held_since;
+    _Atomic uint64_t last_check;
+    _Atomic uint32_t poll_count;
+    bool timed;
+};
+
+static struct shm_conn *conn_of(struct nd_qp *qp)
+{
+    return qp->conn;
+}
+
+static void poke(int fd)
+{
+    uint64_t one = 1;
+
+    if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        nd_log(ND_LOG_DEBUG, ND_SUB_SHM, "peer signal failed: %m");
+}
+
+static bool terminated(struct nd_qp *qp, struct shm_conn *c)
+{
+    return atomic_load_explicit(&qp->ctl->state, memory_order_acquire) != ND_WIRE_ACTIVE ||
+           atomic_load_explicit(&c->pctl->state, memory_order_acquire) != ND_WIRE_ACTIVE;
+}
+
+/* Gather the local SGEs into a contiguous destination (a slot). */
+static void gather(const struct nd_wr *wr, uint8_t *dst)
+{
+    for (uint32_t i = 0; i < wr->nsge; i++) {
+        memcpy(dst, wr->sge[i].buffer, wr->sge[i].buffer_length);
+        dst += wr->sge[i].buffer_length;
+    }
+}
+
+static int local_iov(const struct nd_wr *wr, struct iovec *iov)
+{
+    int n = 0;
+
+    for (uint32_t i = 0; i < wr->nsge; i++)
+        if (wr->sge[i].buffer_length) {
+            if (n == MAX_IOV)
+                return -1;
+            iov[n++] = (struct iovec){ wr->sge[i].buffer, wr->sge[i].buffer_length };
+        }
+    return n;
+}
+
+/* One cross-memory call; a short or failed transfer is an access error. */
+static nd_status cma(struct shm_conn *c, const struct nd_wr *wr, struct iovec *remote, int nremote, bool to_peer)
+{
+    struct iovec local[MAX_IOV];
+    int nlocal = local_iov(wr, local);
+    ssize_t n;
+
+    if (nlocal < 0)
+        return ND_DATA_OVERRUN;
+    if (wr->total == 0)
+        return ND_SUCCESS;
+    n = to_peer ? process_vm_writev(c->pid, local, (unsigned long)nlocal, remote, (unsigned long)nremote, 0)
+                : process_vm_readv(c->pid, local, (unsigned long)nlocal, remote, (unsigned long)nremote, 0);
+    if (n == (ssize_t)wr->total)
+        return ND_SUCCESS;
+    nd_log(ND_LOG_INFO, ND_SUB_SHM, "cross-memory %s of %llu bytes: %zd (%m)", to_peer ? "write" : "read",
+           (unsigned long long)wr->total, n);
+    return ND_ACCESS_VIOLATION;
+}
+
+/* Place a Send into the peer's next receive. ND_PENDING: no receive is posted yet. */
+static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+{
+    uint32_t k = c->next_peer_recv, posted = atomic_load_explicit(&c->pctl->rq_prod, memory_order_acquire);
+    struct nd_cqe e = { .wr_index = k, .type = ND_REQUEST_TYPE_RECEIVE, .bytes = (uint32_t)wr->total };
+    const struct nd_rwqe *w;
+    uint32_t nsge, total;
+
+    if (posted == k) {
+        atomic_store(&c->pctl->peer_waiting, 1);
+        atomic_thread_fence(memory_order_seq_cst);
+        posted = atomic_load_explicit(&c->pctl->rq_prod, memory_order_acquire);
+        if (posted == k)
+            return ND_PENDING;
+    }
+    if (posted - k > c->peer_rq_entries)
+        return ND_INTERNAL_ERROR;           /* impossible producer index: the peer is broken */
+    w = (const struct nd_rwqe *)(c->peer_region + c->pl.rwqe + (size_t)(k & (c->peer_rq_entries - 1)) * c->pl.rwqe_stride);
+    nsge = __atomic_load_n(&w->nsge, __ATOMIC_RELAXED);
+    total = __atomic_load_n(&w->total, __ATOMIC_RELAXED);
+    if (nsge > c->peer_max_sge)
+        return ND_INTERNAL_ERROR;
+    if (wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT)
+        e.flags |= ND_CQE_SOLICITED;
+    if (wr->total > total) {
+        e.status = ND_DATA_OVERRUN;         /* the receiver reports it; iWARP senders succeed */
+    } else if (wr->total <= ND_SLOT_SIZE) {
+        gather(wr, c->peer_region + c->pl.slots + (size_t)(k & (c->peer_rq_entries - 1)) * ND_SLOT_SIZE);
+        e.flags |= ND_CQE_INLINE;
+    } else {
+        struct iovec remote[MAX_IOV];
+        uint64_t left = wr->total;
+        int n = 0;
+
+        for (uint32_t i = 0; i < nsge && left && n < MAX_IOV; i++) {
+            struct nd_rwqe_sge s;
+
+            memcpy(&s, &w->sge[i], sizeof(s));
+            uint32_t len = s.length < left ? s.length : (uint32_t)left;
+            if (nd_mtab_check(c->peer_mtab, ND_MTAB_ENTRIES, s.token, s.addr, len, ND_ACCESS_LOCAL_WRITE))
+                return ND_ACCESS_VIOLATION;
+            remote[n++] = (struct iovec){ (void *)(uintptr_t)s.addr, len };
+            left -= len;
+        }
+        if (left)
+            return ND_ACCESS_VIOLATION;
+        nd_status st = cma(c, wr, remote, n, true);
+        if (st != ND_SUCCESS)
+            return st;
+    }
+    if (nd_ring_produce(&c->pprod, &e) < 0)
+        return ND_INTERNAL_ERROR;
+    c->next_peer_recv = k + 1;
+    return ND_SUCCESS;
+}
+
+static nd_status do_rdma(struct shm_conn *c, const struct nd_wr *wr)
+{
+    bool write = wr->type == ND_REQUEST_TYPE_WRITE;
+    struct iovec remote = { (void *)(uintptr_t)wr->remote_addr, (size_t)wr->total };
+
+    if (!write && c->ord == 0)
+        return ND_INVALID_DEVICE_REQUEST;   /* no outbound Read was negotiated */
+    if (wr->total && nd_mtab_check(c->peer_mtab, ND_MTAB_ENTRIES, wr->remote_token, wr->remote_addr, wr->total,
+                                   write ? ND_ACCESS_REMOTE_WRITE : ND_ACCESS_REMOTE_READ))
+        return ND_ACCESS_VIOLATION;
+    return cma(c, wr, &remote, 1, write);
+}
+
+/* Run @wr now. ND_PENDING: it must wait (a Send with no receive). */
+static nd_status execute(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+{
+    if (terminated(qp, c))
+        return ND_CANCELED;
+    if (wr->type == ND_REQUEST_TYPE_BIND || wr->type == ND_REQUEST_TYPE_INVALIDATE)
+        return nd_qp_local_op(qp, wr);
+    if (!nd_qp_local_sges_ok(qp, wr))
+        return ND_ACCESS_VIOLATION;
+    if (wr->type == ND_REQUEST_TYPE_SEND)
+        return do_send(qp, c, wr);
+    return do_rdma(c, wr);
+}
+
+static bool hold(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+{
+    struct held *h;
+
+    if (c->held_count == c->held_cap) {
+        uint32_t cap = c->held_cap ? c->held_cap * 2 : 8;
+        struct held *n = calloc(cap, sizeof(*n));
+
+        if (!n)
+            return false;
+        for (uint32_t i = 0; i < c->held_count; i++)
+            n[i] = c->held[(c->held_head + i) % c->held_cap];
+        free(c->held);
+        c->held = n;
+        c->held_head = 0;
+        c->held_cap = cap;
+    }
+    h = &c->held[(c->held_head + c->held_count) % c->held_cap];
+    h->wr = *wr;
+    h->sge = NULL;
+    if (wr->nsge) {
+        h->sge = malloc(wr->nsge * sizeof(nd_sge));
+        if (!h->sge)
+            return false;
+        memcpy(h->sge, wr->sge, wr->nsge * sizeof(nd_sge));
+    }
+    h->wr.sge = h->sge;
+    if (c->held_count++ == 0) {
+        c->held_since = nd_now_ns();
+        if (!c->timed) {
+            nd_port_timed(qp->icq->ov.port, 1);
+            c->timed = true;
+        }
+    }
+    return true;
+}
+
+static void finish(struct nd_qp *qp, const struct nd_wr *wr, nd_status st)
+{
+    nd_qp_complete_initiator(qp, wr->index, st, wr->type == ND_REQUEST_TYPE_READ ? (uint32_t)wr->total : 0);
+}
+
+static void drop_held(struct shm_conn *c)
+{
+    free(c->held[c->held_head].sge);
+    c->held_head = (c->held_head + 1) % c->held_cap;
+    c->held_count--;
+}
+
+static void untime(struct nd_qp *qp, struct shm_conn *c)
+{
+    if (c->timed && c->held_count == 0) {
+        nd_port_timed(qp->icq->ov.port, -1);
+        c->timed = false;
+    }
+}
+
+static void shm_post(struct nd_qp *qp, const struct nd_wr *wr)
+{
+    struct shm_conn *c = conn_of(qp);
+    nd_status st;
+
+    if (c->held_count) {                /* keep order behind a held send */
+        if (!hold(qp, c, wr))
+            finish(qp, wr, ND_NO_MEMORY);
+        return;
+    }
+    st = execute(qp, c, wr);
+    if (st == ND_PENDING && hold(qp, c, wr))
+        return;
+    finish(qp, wr, st == ND_PENDING ? ND_NO_MEMORY : st);
+}
+
+/* Retry held requests; a send held past the RNR timeout fails ND_IO_TIMEOUT. */
+static void retry_held(struct nd_qp *qp, struct shm_conn *c)
+{
+    while (c->held_count && qp->state == ND_QPS_CONNECTED) {
+        struct held *h = &c->held[c->held_head];
+        nd_status st = execute(qp, c, &h->wr);
+
+        if (st == ND_PENDING) {
+            if (nd_now_ns() - c->held_since < RNR_TIMEOUT_NS)
+                break;
+            st = ND_IO_TIMEOUT;
+        }
+        struct nd_wr wr = h->wr;
+        drop_held(c);
+        c->held_since = nd_now_ns();
+        finish(qp, &wr, st);
+    }
+    untime(qp, c);
+}
+
+static bool peer_alive(struct shm_conn *c)
+{
+    char b;
+    ssize_t n = recv(c->sock, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+    return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+/* Called on every poll of the QP's CQs: cheap checks first, the lock only to act. */
+static void shm_progress(struct nd_qp *qp)
+{
+    struct shm_conn *c = conn_of(qp);
+    bool act = atomic_load_explicit(&c->held_count, memory_order_relaxed) != 0 || terminated(qp, c);
+
+    if (!act && ((atomic_fetch_add_explicit(&c->poll_count, 1, memory_order_relaxed) + 1) & 63) == 0) {
+        uint64_t now = nd_now_ns(), last = atomic_load_explicit(&c->last_check, memory_order_relaxed);
+
+        /* One poller per interval wins the check. */
+        if (now - last > LIVENESS_NS &&
+            atomic_compare_exchange_strong(&c->last_check, &last, now))
+            act = !peer_alive(c);
+    }
+    if (!act)
+        return;
+    pthread_mutex_lock(&qp->lock);
+    if (qp->state == ND_QPS_CONNECTED) {
+        if (terminated(qp, c) || !peer_alive(c))
+            nd_qp_fail_locked(qp, ND_CANCELED);
+        else
+            retry_held(qp, c);
+    }
+    pthread_mutex_unlock(&qp->lock);
+}
+
+static void shm_recv_posted(struct nd_qp *qp)
+{
+    struct shm_conn *c = conn_of(qp);
+
+    if (atomic_load_explicit(&qp->ctl->peer_waiting, memory_order_acquire) &&
+        atomic_exchange(&qp->ctl->peer_waiting, 0))
+        poke(c->peer_icq_fd);
+}
+
+static void shm_shutdown(struct nd_qp *qp, nd_status why)
+{
+    struct shm_conn *c = conn_of(qp);
+
+    while (c->held_count) {
+        struct nd_wr wr = c->held[c->held_head].wr;
+
+        drop_held(c);
+        finish(qp, &wr, ND_CANCELED);
+    }
+    untime(qp, c);
+    atomic_store(&qp->ctl->term_status, why);
+    atomic_store(&qp->ctl->state, ND_WIRE_TERMINATED);
+    atomic_store(&c->pctl->term_status, why);
+    atomic_store(&c->pctl->state, ND_WIRE_TERMINATED);
+    /* Wake the peer wherever it sleeps, so it flushes now. */
+    poke(c->peer_rcq_fd);
+    poke(c->peer_icq_fd);
+}
+
+static void shm_destroy(struct nd_qp *qp)
+{
+    struct shm_conn *c = conn_of(qp);
+
+    if (!c)
+        return;
+    munmap(c->peer_adapter, ND_ADAPTER_REGION_BYTES);
+    munmap(c->peer_region, c->peer_region_size);
+    close(c->peer_rcq_fd);
+    close(c->peer_icq_fd);
+    close(c->sock);
+    free(c->held);
+    free(c);
+    qp->conn = NULL;
+}
+
+const struct nd_transport_ops shm_transport = {
+    .name = "shm",
+    .post = shm_post,
+    .recv_posted = shm_recv_posted,
+    .progress = shm_progress,
+    .shutdown = shm_shutdown,
+    .destroy = shm_destroy,
+};
+
+static void *map_fd(int fd, size_t size, int prot)
+{
+    struct stat st;
+    void *p;
+
+    if (fstat(fd, &st) < 0 || (size_t)st.st_size < size)
+        return NULL;
+    p = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static bool geometry_ok(const struct shm_msg *m)
+{
+    return m->rq_entries && !(m->rq_entries & (m->rq_entries - 1)) && m->rq_entries <= 65536 &&
+           m->max_sge >= 1 && m->max_sge <= nd_limits.max_receive_sge && m->slot_size == ND_SLOT_SIZE &&
+           m->arm_slot < ND_MAX_CQS_PER_ADAPTER && m->iarm_slot < ND_MAX_CQS_PER_ADAPTER;
+}
+
+nd_status shm_attach(struct nd_qp *qp, int sock, pid_t pid, struct shm_msg *m, uint32_t ird, uint32_t ord)
+{
+    struct shm_conn *c = calloc(1, sizeof(*c));
+
+    if (!c || !geometry_ok(m))
+        goto err;
+    nd_qp_layout(m->rq_entries, m->max_sge, ND_SLOT_SIZE, &c->pl);
+    c->peer_region_size = c->pl.size;
+    c->peer_region = map_fd(m->fds[0], c->pl.size, PROT_READ | PROT_WRITE);
+    c->peer_adapter = map_fd(m->fds[1], ND_ADAPTER_REGION_BYTES, PROT_READ);
+    if (!c->peer_region || !c->peer_adapter)
+        goto err;
+    c->pctl = (struct nd_qp_ctl *)c->peer_region;
+    if (c->pctl->magic != ND_QP_REGION_MAGIC || c->pctl->rq_entries != m->rq_entries)
+        goto err;
+    c->peer_mtab = (const struct nd_mtab_entry *)(c->peer_adapter + ND_ADAPTER_ARM_BYTES);
+    c->peer_rq_entries = m->rq_entries;
+    c->peer_max_sge = m->max_sge;
+    c->pprod.hdr = (struct nd_ring_hdr *)(c->peer_region + c->pl.ring);
+    c->pprod.ents = (struct nd_cqe *)(c->peer_region + c->pl.ents);
+    c->pprod.mask = m->rq_entries - 1;
+    c->pprod.prod = atomic_load(&c->pprod.hdr->prod);
+    c->pprod.arm = (const _Atomic uint32_t *)(c->peer_adapter + (size_t)m->arm_slot * ND_CACHELINE);
+    c->peer_rcq_fd = m->fds[2];
+    c->peer_icq_fd = m->fds[3];
+    c->pprod.signal_fd = c->peer_rcq_fd;
+    c->next_peer_recv = 0;
+    c->pid = pid;
+    c->ird = ird;
+    c->ord = ord;
+    c->sock = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+    close(m->fds[0]);
+    close(m->fds[1]);
+    m->fds[0] = m->fds[1] = m->fds[2] = m->fds[3] = -1;
+    c->last_check = nd_now_ns();
+    nd_qp_set_connected(qp, &shm_transport, c);
+    __atomic_store_n(&qp->has_progress, true, __ATOMIC_RELEASE);
+    return ND_SUCCESS;
+err:
+    if (c) {
+        if (c->peer_region)
+            munmap(c->peer_region, c->pl.size);
+        if (c->peer_adapter)
+            munmap(c->peer_adapter, ND_ADAPTER_REGION_BYTES);
+        free(c);
+    }
+    shm_msg_close_fds(m);
+    return ND_CONNECTION_ABORTED;
+}
+
+void shm_peer_gone(struct nd_qp *qp)
+{
+    nd_qp_fail(qp, ND_CANCELED);
+}
