@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+/*
+ * nd_pingpong: Send/Receive latency, as ND's ndpingpong. The client sends, the server
+ * echoes; latency is half the round trip. -p polls the CQ (default), -b arms it and
+ * sleeps in GetOverlappedResult.
+ *   nd_pingpong -s <ip>[:port]       server
+ *   nd_pingpong -c <ip>[:port]       client   [-b|-p] [-n sge] [-S size] [-i iterations] [--json]
+ */
+#include "nd_tool.h"
+
+#include <getopt.h>
+
+#define DEFAULT_PORT 54325
+#define MAX_SIZE (4u << 20)
+
+struct opts {
+    bool server, json;
+    struct sockaddr_in addr;
+    uint32_t nsge, size, iters, max_size;
+};
+
+static void run_size(struct tool_ep *e, const struct opts *o, uint32_t size, uint32_t iters, bool client)
+{
+    uint8_t *buf = e->buf;
+    uint32_t per = o->nsge ? (size + o->nsge - 1) / o->nsge : 0, nsge = 0;
+    nd_sge sge[32];
+    nd_sge rsge = { buf + MAX_SIZE, MAX_SIZE, e->token };
+    uint32_t flags = size <= 128 ? ND_OP_FLAG_INLINE : 0, sends_done = 0;
+
+    for (uint32_t off = 0; off < size; off += per)
+        sge[nsge++] = (nd_sge){ buf + off, size - off < per ? size - off : per, e->token };
+    for (uint32_t i = 0; i < iters; i++) {
+        if (client) {
+            TOOL_CHECK(nd_qp_receive(e->qp, NULL, &rsge, 1));
+            TOOL_CHECK(nd_qp_send(e->qp, NULL, sge, nsge, flags));
+            tool_next(e);
+            tool_next(e);
+        } else {
+            nd_result r;
+
+            /* Results of different queues come in any order: skip our own send's. */
+            while ((r = tool_next(e)).request_type == ND_REQUEST_TYPE_SEND)
+                sends_done++;
+            if (r.bytes_transferred != size)
+                TOOL_DIE("unexpected receive of %u bytes (want %u)", r.bytes_transferred, size);
+            TOOL_CHECK(nd_qp_receive(e->qp, NULL, &rsge, 1));
+            TOOL_CHECK(nd_qp_send(e->qp, NULL, sge, nsge, flags));
+        }
+    }
+    while (!client && sends_done < iters)
+        if (tool_next(e).request_type == ND_REQUEST_TYPE_SEND)
+            sends_done++;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: nd_pingpong -s|-c <ip>[:port] [-b|-p] [-n sge] [-S size] [-M max size] "
+                    "[-i iterations] [--json]\n");
+    exit(2);
+}
+
+static void parse(int argc, char **argv, struct opts *o, bool *blocking)
+{
+    static const struct option longs[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
+    int c;
+    bool have = false;
+
+    *o = (struct opts){ .nsge = 1, .max_size = 1u << 20 };
+    while ((c = getopt_long(argc, argv, "s:c:bpn:S:M:i:", longs, NULL)) != -1) {
+        switch (c) {
+        case 's': case 'c':
+            o->server = c == 's';
+            have = tool_parse_addr(optarg, DEFAULT_PORT, &o->addr);
+            break;
+        case 'b': *blocking = true; break;
+        case 'p': *blocking = false; break;
+        case 'n': o->nsge = (uint32_t)atoi(optarg); break;
+        case 'S': o->size = (uint32_t)atoi(optarg); break;
+        case 'M': o->max_size = (uint32_t)atoi(optarg); break;
+        case 'i': o->iters = (uint32_t)atoi(optarg); break;
+        case 'j': o->json = true; break;
+        default: usage();
+        }
+    }
+    if (!have || o->nsge < 1 || o->nsge > 32 || o->max_size > MAX_SIZE || o->size > MAX_SIZE)
+        usage();
+}
+
+int main(int argc, char **argv)
+{
+    struct tool_ep e = { 0 };
+    struct opts o;
+    bool blocking = false;
+    uint32_t sizes[32], nsizes = 0, hdr[3];
+
+    parse(argc, argv, &o, &blocking);
+    tool_open(&e, &o.addr, 2 * MAX_SIZE, 64, o.nsge);
+    e.blocking = blocking;
+    if (o.server) {
+        nd_sge rsge = { (uint8_t *)e.buf + MAX_SIZE, MAX_SIZE, e.token };
+
+        TOOL_CHECK(nd_qp_receive(e.qp, NULL, &rsge, 1));
+        tool_accept(&e, &o.addr, NULL, 0);
+        /* The client announces each size and count in an 12-byte message first. */
+        for (;;) {
+            nd_result r = tool_next(&e);
+
+            if (r.bytes_transferred != sizeof(hdr))
+                TOOL_DIE("bad control message");
+            memcpy(hdr, (uint8_t *)e.buf + MAX_SIZE, sizeof(hdr));
+            TOOL_CHECK(nd_qp_receive(e.qp, NULL, &rsge, 1));
+            if (hdr[0] == 0)
+                break;
+            o.nsge = hdr[2];
+            run_size(&e, &o, hdr[1], hdr[0], false);
+        }
+        tool_close(&e);
+        return 0;
+    }
+    tool_connect(&e, &o.addr, NULL, NULL);
+    if (o.size)
+        sizes[nsizes++] = o.size;
+    else
+        for (uint32_t s = 1; s <= o.max_size; s *= 2)
+            sizes[nsizes++] = s;
+    if (!o.json)
+        printf("%10s %10s %14s %8s %14s\n", "Size", "Iter", "Latency(us)", "CPU(%)", "Bytes/s");
+    for (uint32_t i = 0; i < nsizes; i++) {
+        uint32_t iters = o.iters ? o.iters : sizes[i] <= 4096 ? 100000 : sizes[i] <= 65536 ? 20000 : 2000;
+        nd_sge cs = { e.buf, sizeof(hdr), e.token };
+
+        hdr[0] = iters + 1000;   /* the first 1000 are warm-up */
+        hdr[1] = sizes[i];
+        hdr[2] = o.nsge;
+        memcpy(e.buf, hdr, sizeof(hdr));
+        TOOL_CHECK(nd_qp_send(e.qp, NULL, &cs, 1, ND_OP_FLAG_INLINE));
+        tool_next(&e);
+        run_size(&e, &o, sizes[i], 1000, true);
+        double t0 = tool_now_us(), c0 = tool_cpu_us();
+        run_size(&e, &o, sizes[i], iters, true);
+        double us = tool_now_us() - t0, cpu = tool_cpu_us() - c0;
+        double lat = us / iters / 2, bps = 2.0 * sizes[i] * iters / (us / 1e6);
+        if (o.json)
+            printf("{\"size\":%u,\"iterations\":%u,\"latency_us\":%.3f,\"cpu_percent\":%.1f,\"bytes_per_sec\":%.0f,"
+                   "\"mode\":\"%s\"}\n", sizes[i], iters, lat, 100.0 * cpu / us, bps, blocking ? "blocking" : "polling");
+        else
+            printf("%10u %10u %14.3f %8.1f %14.0f\n", sizes[i], iters, lat, 100.0 * cpu / us, bps);
+        fflush(stdout);
+    }
+    hdr[0] = 0;
+    memcpy(e.buf, hdr, sizeof(hdr));
+    nd_sge cs = { e.buf, sizeof(hdr), e.token };
+    TOOL_CHECK(nd_qp_send(e.qp, NULL, &cs, 1, ND_OP_FLAG_INLINE));
+    tool_next(&e);
+    tool_close(&e);
+    return 0;
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared pieces of the ND test programs: address parsing, set-up, waiting, timing. */
+#ifndef ND_TOOL_H
+#define ND_TOOL_H
+
+#include <netdirect/netdirect.h>
+
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+struct tool_ep {
+    nd_adapter *adapter;
+    nd_port *port;
+    nd_cq *cq;
+    nd_qp *qp;
+    nd_connector *conn;
+    nd_listener *listener;
+    nd_mr *mr;
+    void *buf;
+    size_t len;
+    uint32_t token;
+    bool blocking;
+};
+
+#define TOOL_DIE(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#define TOOL_CHECK(expr) do { nd_status s_ = (expr); \
+        if (ND_FAILED(s_)) TOOL_DIE("%s failed: %s (0x%08x)", #expr, nd_strerror(s_), (unsigned)s_); } while (0)
+
+/* "<ip>[:port]" into @sin; the default port when none is given. */
+static inline bool tool_parse_addr(const char *s, uint16_t def_port, struct sockaddr_in *sin)
+{
+    char ip[64];
+    const char *colon = strrchr(s, ':');
+    size_t n = colon ? (size_t)(colon - s) : strlen(s);
+
+    if (n >= sizeof(ip))
+        return false;
+    memcpy(ip, s, n);
+    ip[n] = 0;
+    memset(sin, 0, sizeof(*sin));
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(colon ? (uint16_t)atoi(colon + 1) : def_port);
+    return inet_pton(AF_INET, ip, &sin->sin_addr) == 1;
+}
+
+static inline double tool_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static inline double tool_cpu_us(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec + ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec;
+}
+
+static inline nd_status tool_wait(nd_status st, nd_overlapped *ov)
+{
+    return st == ND_PENDING ? nd_get_overlapped_result(ov, 1) : st;
+}
+
+/* Adapter, port, one CQ for both queues, a QP, a connector, a registered buffer. */
+static inline void tool_open(struct tool_ep *e, const struct sockaddr_in *local, size_t len, uint32_t depth,
+                             uint32_t nsge)
+{
+    nd_adapter_info info = { .info_version = ND_VERSION_2 };
+    uint32_t size = sizeof(info);
+    nd_overlapped ov = { 0 };
+
+    TOOL_CHECK(nd_open_adapter_by_address((const struct sockaddr *)local, sizeof(*local), &e->adapter));
+    TOOL_CHECK(nd_adapter_query(e->adapter, &info, &size));
+    TOOL_CHECK(nd_adapter_create_overlapped_file(e->adapter, &e->port));
+    TOOL_CHECK(nd_adapter_create_completion_queue(e->adapter, e->port, depth * 2, 0, 0, &e->cq));
+    TOOL_CHECK(nd_adapter_create_queue_pair(e->adapter, e->cq, e->cq, e, depth, depth, nsge, nsge,
+                                            info.inline_request_threshold, &e->qp));
+    TOOL_CHECK(nd_adapter_create_connector(e->adapter, e->port, &e->conn));
+    e->len = len;
+    e->buf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+    if (!e->buf)
+        TOOL_DIE("out of memory");
+    memset(e->buf, 0, len);
+    TOOL_CHECK(nd_adapter_create_memory_region(e->adapter, e->port, &e->mr));
+    TOOL_CHECK(nd_mr_register(e->mr, e->buf, len, ND_MR_FLAG_ALLOW_REMOTE_WRITE | ND_MR_FLAG_ALLOW_REMOTE_READ |
+                              ND_MR_FLAG_RDMA_READ_SINK, &ov));
+    e->token = nd_mr_get_local_token(e->mr);
+}
+
+static inline void tool_close(struct tool_ep *e)
+{
+    nd_overlapped ov = { 0 };
+
+    nd_connector_disconnect(e->conn, &ov);
+    nd_connector_close(e->conn);
+    if (e->listener)
+        nd_listener_close(e->listener);
+    nd_qp_close(e->qp);
+    nd_mr_close(e->mr);
+    nd_cq_close(e->cq);
+    nd_port_close(e->port);
+    nd_adapter_close(e->adapter);
+    free(e->buf);
+}
+
+static inline void tool_accept(struct tool_ep *e, const struct sockaddr_in *addr, const void *pdata, uint32_t plen)
+{
+    nd_overlapped ov = { 0 };
+
+    TOOL_CHECK(nd_adapter_create_listener(e->adapter, e->port, &e->listener));
+    TOOL_CHECK(nd_listener_bind(e->listener, (const struct sockaddr *)addr, sizeof(*addr)));
+    TOOL_CHECK(nd_listener_listen(e->listener, 0));
+    fprintf(stderr, "listening on %s:%u\n", inet_ntoa(addr->sin_addr), ntohs(addr->sin_port));
+    TOOL_CHECK(tool_wait(nd_listener_get_connection_request(e->listener, e->conn, &ov), &ov));
+    TOOL_CHECK(tool_wait(nd_connector_accept(e->conn, e->qp, 8, 8, pdata, plen, &ov), &ov));
+}
+
+/* Connect, retrying while the server is not listening yet (it may start after us). */
+static inline void tool_connect(struct tool_ep *e, const struct sockaddr_in *dest, void *pdata, uint32_t *plen)
+{
+    struct sockaddr_in local = *dest;
+    nd_overlapped ov = { 0 };
+    nd_status st;
+
+    local.sin_port = 0;
+    TOOL_CHECK(nd_connector_bind(e->conn, (const struct sockaddr *)&local, sizeof(local)));
+    for (int tries = 0;; tries++) {
+        st = tool_wait(nd_connector_connect(e->conn, e->qp, (const struct sockaddr *)dest, sizeof(*dest), 8, 8,
+                                            NULL, 0, &ov), &ov);
+        if (st != ND_CONNECTION_REFUSED || tries == 5000)
+            break;
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);   /* the server's listener is not up yet: a user-facing retry */
+    }
+    TOOL_CHECK(st);
+    if (pdata)
+        TOOL_CHECK(nd_connector_get_private_data(e->conn, pdata, plen));
+    TOOL_CHECK(tool_wait(nd_connector_complete_connect(e->conn, &ov), &ov));
+}
+
+/* The next completion: spin on the CQ, or arm it and sleep (-b). */
+static inline nd_result tool_next(struct tool_ep *e)
+{
+    nd_overlapped ov = { 0 };
+    nd_result r;
+
+    for (;;) {
+        if (nd_cq_get_results(e->cq, &r, 1) == 1) {
+            if (r.status != ND_SUCCESS)
+                TOOL_DIE("completion failed: %s (type %d)", nd_strerror(r.status), r.request_type);
+            return r;
+        }
+        if (e->blocking)
+            TOOL_CHECK(tool_wait(nd_cq_notify(e->cq, ND_CQ_NOTIFY_ANY, &ov), &ov));
+    }
+}
+
+#endif
