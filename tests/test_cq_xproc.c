@@ -52,7 +52,9 @@ static void child(struct shared_rings *sr, int ro_fd, size_t region, uint32_t ar
             uint64_t one = 1;
             CHECK(write(signal_fd, &one, sizeof(one)) < 0 && errno == EAGAIN);
         } else if (cmd == 'B') {
-            atomic_store(&sr->bad_hdr.prod, 12345);
+            /* A well-formed entry its owner cannot accept. */
+            sr->bad_ents[0] = (struct nd_cqe){ .wr_index = 99999, .type = ND_REQUEST_TYPE_SEND };
+            __atomic_store_n(&sr->bad_ents[0].seq, 1, __ATOMIC_RELEASE);
         } else if (cmd == 'O') {
             struct nd_cqe e = { .wr_index = 1, .type = ND_REQUEST_TYPE_SEND };
 
@@ -137,7 +139,7 @@ int main(void)
     CHECK_ST(nd_port_wait(port, 5000, &got), ND_SUCCESS);
     CHECK(got == &ov && nd_cq_get_results(cq, res, 64) == 1);
 
-    /* A peer corrupting its ring's producer index breaks that ring only. */
+    /* A peer writing an impossible entry breaks that ring only. */
     command('B');
     CHECK(nd_cq_get_results(cq, res, 64) == 0 && bad_owner.broken == 1 && owner.broken == 0);
     CHECK_ST(nd_cq_notify(cq, ND_CQ_NOTIFY_ANY, &ov), ND_PENDING);

@@ -28,6 +28,7 @@ struct nd_cq_src {
 
 static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov);
 static uint32_t queued_entries(struct nd_cq *cq);
+static uint32_t queued_entries_upto(struct nd_cq *cq, uint32_t limit);
 static void cq_fail_locked(struct nd_cq *cq, nd_status status, struct nd_ovbatch *b);
 static void poke_waiters(struct nd_cq *cq);
 static const struct nd_ovobj_ops cq_ov_ops = { .wait = cq_wait };
@@ -47,19 +48,6 @@ static void src_break(struct nd_cq_src *s)
         s->ops->broken(s->ctx);
 }
 
-/* Producer index, validated against our consumer index. Returns false for a broken ring. */
-static bool src_prod(struct nd_cq_src *s, uint32_t *prod)
-{
-    if (s->broken)
-        return false;
-    *prod = atomic_load_explicit(&s->hdr->prod, memory_order_acquire);
-    if (*prod - s->cons > s->mask + 1) {
-        src_break(s);
-        return false;
-    }
-    return true;
-}
-
 static void cq_run_progress(struct nd_cq *cq)
 {
     for (uint32_t i = 0; i < cq->nsrc; i++)
@@ -69,11 +57,11 @@ static void cq_run_progress(struct nd_cq *cq)
 
 static uint32_t src_drain(struct nd_cq_src *s, nd_result *out, uint32_t max)
 {
-    uint32_t prod, n = 0;
+    uint32_t n = 0, start = s->cons;
 
-    if (!src_prod(s, &prod))
+    if (s->broken)
         return 0;
-    while (n < max && s->cons != prod) {
+    while (n < max && nd_cqe_valid(s->ents, s->mask, s->cons)) {
         struct nd_cqe e;
         enum nd_xlate x;
 
@@ -93,7 +81,9 @@ static uint32_t src_drain(struct nd_cq_src *s, nd_result *out, uint32_t max)
         s->cons++;
         n += x == ND_XLATE_OK;
     }
-    atomic_store_explicit(&s->hdr->cons, s->cons, memory_order_release);
+    /* Publish only a move: an empty poll must not touch the line the producer reads. */
+    if (s->cons != start)
+        atomic_store_explicit(&s->hdr->cons, s->cons, memory_order_release);
     return n;
 }
 
@@ -106,16 +96,6 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
     pthread_mutex_lock(&cq->lock);
     /* Rings cannot lose entries, but ND makes a CQ holding more than its depth fatal:
      * check before draining, so a polling-only consumer sees the overrun too. */
-    if (ND_UNLIKELY(cq->error == ND_SUCCESS && queued_entries(cq) > cq->depth)) {
-        struct nd_ovbatch b;
-
-        nd_ovbatch_init(&b, cq->ov.port);
-        cq_fail_locked(cq, ND_BUFFER_OVERFLOW, &b);
-        pthread_mutex_unlock(&cq->lock);
-        nd_port_deliver(&b);
-        poke_waiters(cq);
-        pthread_mutex_lock(&cq->lock);
-    }
     cq_run_progress(cq);
     for (uint32_t i = 0, start = cq->next_scan; i < cq->nsrc && n < max; i++)
         n += src_drain(cq->src[(start + i) % cq->nsrc], results + n, max - n);
@@ -124,6 +104,19 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
         n += src_drain(cq->src[i], results + n, max - n);
     if (cq->nsrc)
         cq->next_scan = (cq->next_scan + 1) % cq->nsrc;
+    /* Rings cannot lose entries, but ND makes a CQ holding more than its depth fatal. What
+     * we returned plus what is still queued tells, at no cost when everything was drained. */
+    if (ND_UNLIKELY(cq->error == ND_SUCCESS &&
+                    (n > cq->depth || (n == max && n + queued_entries_upto(cq, cq->depth - n) > cq->depth)))) {
+        struct nd_ovbatch b;
+
+        nd_ovbatch_init(&b, cq->ov.port);
+        cq_fail_locked(cq, ND_BUFFER_OVERFLOW, &b);
+        pthread_mutex_unlock(&cq->lock);
+        nd_port_deliver(&b);
+        poke_waiters(cq);
+        return n;
+    }
     pthread_mutex_unlock(&cq->lock);
     return n;
 }
@@ -131,16 +124,14 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
 /* Does @s hold an entry that GetResults has not returned and no notify has reported? */
 static bool src_triggers(struct nd_cq_src *s, uint32_t arm_type)
 {
-    uint32_t prod, start;
+    uint32_t start;
 
-    if (!src_prod(s, &prod))
+    if (s->broken)
         return false;
     start = (int32_t)(s->reported - s->cons) > 0 ? s->reported : s->cons;
-    if (start == prod)
-        return false;
     if (arm_type == ND_ARM_ANY)
-        return true;
-    for (uint32_t i = start; i != prod; i++) {
+        return nd_cqe_valid(s->ents, s->mask, start);
+    for (uint32_t i = start; i - start <= s->mask && nd_cqe_valid(s->ents, s->mask, i); i++) {
         struct nd_cqe e;
 
         memcpy(&e, &s->ents[i & s->mask], sizeof(e));
@@ -150,14 +141,23 @@ static bool src_triggers(struct nd_cq_src *s, uint32_t arm_type)
     return false;
 }
 
+/* Entries queued, counted until the count passes @limit (enough to tell an overrun). */
+static uint32_t queued_entries_upto(struct nd_cq *cq, uint32_t limit)
+{
+    uint32_t total = 0;
+
+    for (uint32_t i = 0; i < cq->nsrc && total <= limit; i++) {
+        struct nd_cq_src *s = cq->src[i];
+
+        if (!s->broken)
+            total += nd_ring_valid_end(s->ents, s->mask, s->cons) - s->cons;
+    }
+    return total;
+}
+
 static uint32_t queued_entries(struct nd_cq *cq)
 {
-    uint32_t total = 0, prod;
-
-    for (uint32_t i = 0; i < cq->nsrc; i++)
-        if (src_prod(cq->src[i], &prod))
-            total += prod - cq->src[i]->cons;
-    return total;
+    return queued_entries_upto(cq, UINT32_MAX - 1);
 }
 
 static uint32_t armed_type(const struct nd_cq *cq)
@@ -189,10 +189,10 @@ static void complete_notifies(struct nd_cq *cq, nd_status status, bool all, stru
     cq->n_any = cq->n_sol = 0;
     if (!all)
         for (uint32_t i = 0; i < cq->nsrc; i++) {
-            uint32_t prod;
+            struct nd_cq_src *src = cq->src[i];
+            uint32_t from = (int32_t)(src->reported - src->cons) > 0 ? src->reported : src->cons;
 
-            if (src_prod(cq->src[i], &prod))
-                cq->src[i]->reported = prod;
+            src->reported = nd_ring_valid_end(src->ents, src->mask, from);
         }
     arm_store(cq, ND_ARM_NONE);
 }
@@ -214,7 +214,7 @@ static bool cq_progress(struct nd_cq *cq, struct nd_ovbatch *b)
     if (cq->error != ND_SUCCESS)
         return false;
     cq_run_progress(cq);
-    if (queued_entries(cq) > cq->depth) {
+    if (queued_entries_upto(cq, cq->depth) > cq->depth) {
         cq_fail_locked(cq, ND_BUFFER_OVERFLOW, b);
         return true;
     }
@@ -519,6 +519,7 @@ void nd_cq_local_producer(struct nd_cq *cq, struct nd_ring_hdr *hdr, struct nd_c
                           uint32_t entries, struct nd_ring_producer *p)
 {
     p->prod = atomic_load_explicit(&hdr->prod, memory_order_relaxed);
+    p->cons_seen = atomic_load_explicit(&hdr->cons, memory_order_relaxed);
     p->hdr = hdr;
     p->ents = ents;
     p->mask = entries - 1;

@@ -86,10 +86,9 @@ static void receive_result(struct nd_qp *qp, uint32_t k, nd_status st, uint32_t 
     atomic_store_explicit(&qp->rq_expected, k + 1, memory_order_release);
 }
 
-/* Scatter a message from its slot into the receive's buffers. */
-static void scatter_from_slot(struct nd_qp *qp, uint32_t k, uint32_t bytes)
+/* Scatter a message (from its slot, or from the entry itself) into the receive's buffers. */
+static void scatter(struct nd_qp *qp, uint32_t k, const uint8_t *src, uint32_t bytes)
 {
-    const uint8_t *src = qp->region + qp->layout.slots + (size_t)(k & (qp->rq_entries - 1)) * ND_SLOT_SIZE;
     struct nd_rq_slot *slot = rq_slot(qp, k);
 
     for (uint32_t i = 0; i < slot->nsge && bytes; i++) {
@@ -115,11 +114,19 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
         return ND_XLATE_BAD;
     if (e->status == ND_DATA_OVERRUN || e->bytes > rq_slot(qp, k)->total) {
         st = ND_DATA_OVERRUN;
+    } else if (e->flags & ND_CQE_INLINE_DATA) {
+        if (e->bytes > ND_CQE_INLINE_MAX)
+            return ND_XLATE_BAD;
+        scatter(qp, k, e->data, e->bytes);
     } else if (e->flags & ND_CQE_INLINE) {
         if (e->bytes > ND_SLOT_SIZE)
             return ND_XLATE_BAD;
-        scatter_from_slot(qp, k, e->bytes);
+        scatter(qp, k, qp->region + qp->layout.slots + (size_t)(k & (qp->rq_entries - 1)) * ND_SLOT_SIZE,
+                e->bytes);
     }
+    /* Credits ride on every entry; a lying peer only hurts its own receive queue. */
+    atomic_store_explicit(&qp->peer_posted, e->credit_posted, memory_order_relaxed);
+    atomic_store_explicit(&qp->peer_consumed, e->credit_consumed, memory_order_relaxed);
     receive_result(qp, k, st, e->bytes, r);
     if (st != ND_SUCCESS)
         nd_qp_fail(qp, st);     /* the receiver's buffer was too small: the connection ends */
@@ -167,6 +174,9 @@ static void qp_progress(void *ctx)
 static const struct nd_cq_src_ops initiator_ops = { .translate = initiator_translate, .progress = qp_progress };
 static const struct nd_cq_src_ops inbound_ops = { .translate = inbound_translate, .broken = inbound_broken,
                                                   .progress = qp_progress };
+/* When both queues share a CQ, the initiator ring's hook already moves the QP on every poll. */
+static const struct nd_cq_src_ops inbound_ops_shared_cq = { .translate = inbound_translate,
+                                                            .broken = inbound_broken };
 static const struct nd_cq_src_ops flush_ops = { .translate = flush_translate };
 
 /* ---- completion and failure (QP lock held) ---- */
@@ -196,7 +206,9 @@ void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t k, nd_status st, uint32
 
 static void flush_receives(struct nd_qp *qp)
 {
-    uint32_t peer_done = atomic_load_explicit(&qp->inbound_hdr->prod, memory_order_acquire);
+    const struct nd_cqe *ents = (const struct nd_cqe *)(qp->region + qp->layout.ents);
+    uint32_t peer_done = nd_ring_valid_end(ents, qp->rq_entries - 1,
+                                           atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_acquire));
     uint32_t from = qp->rq_flushed;
 
     /* Receives the peer already completed stay with the inbound ring. */
@@ -309,7 +321,8 @@ static nd_status qp_attach(struct nd_qp *qp)
 
     st = nd_cq_attach(qp->icq, ih, ie, qp->iq_entries, &initiator_ops, qp, &qp->isrc);
     if (st == ND_SUCCESS)
-        st = nd_cq_attach(qp->rcq, qp->inbound_hdr, re, qp->rq_entries, &inbound_ops, qp, &qp->rsrc);
+        st = nd_cq_attach(qp->rcq, qp->inbound_hdr, re, qp->rq_entries,
+                          qp->rcq == qp->icq ? &inbound_ops_shared_cq : &inbound_ops, qp, &qp->rsrc);
     if (st == ND_SUCCESS)
         st = nd_cq_attach(qp->rcq, lh, le, qp->rq_entries, &flush_ops, qp, &qp->lsrc);
     if (st != ND_SUCCESS) {

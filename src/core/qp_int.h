@@ -116,6 +116,8 @@ struct nd_qp {
     struct nd_ring_hdr *inbound_hdr;
     struct nd_cq_src *rsrc;         /* the inbound ring, written by the peer */
     bool inbound_dead;              /* that ring broke: flush what it still owed */
+    _Atomic uint32_t peer_posted;   /* credits the peer piggybacked: receives it has posted */
+    _Atomic uint32_t peer_consumed; /* and entries of our outbound ring it has consumed */
     void *lring_mem;
     struct nd_ring_producer lprod;  /* local: receive flushes */
     struct nd_cq_src *lsrc;

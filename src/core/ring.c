@@ -2,6 +2,7 @@
 #include "core.h"
 #include "ring.h"
 
+#include <string.h>
 #include <unistd.h>
 
 static bool arm_wants(uint32_t arm_type, const struct nd_cqe *cqe)
@@ -16,22 +17,31 @@ static bool arm_wants(uint32_t arm_type, const struct nd_cqe *cqe)
 int nd_ring_produce(struct nd_ring_producer *p, const struct nd_cqe *cqe)
 {
     struct nd_ring_hdr *hdr = p->hdr;
-    uint32_t cons = atomic_load_explicit(&hdr->cons, memory_order_acquire);
+    struct nd_cqe *slot;
     uint32_t arm, gen;
     uint64_t one = 1;
 
-    if (p->prod - cons > p->mask)   /* full, or a consumer index that cannot be */
-        return -1;
-    p->ents[p->prod & p->mask] = *cqe;
+    /* Free space from what we know; read the shared consumer index only when it runs out. */
+    if (p->prod - p->cons_seen > p->mask) {
+        uint32_t cons = atomic_load_explicit(&hdr->cons, memory_order_acquire);
+
+        if (p->prod - cons > p->mask)   /* full, or a consumer index that cannot be */
+            return -1;
+        p->cons_seen = cons;
+    }
+    slot = &p->ents[p->prod & p->mask];
+    memcpy((uint8_t *)slot + sizeof(slot->seq), (const uint8_t *)cqe + sizeof(cqe->seq),
+           sizeof(*cqe) - sizeof(cqe->seq));
     p->prod++;
-    atomic_store_explicit(&hdr->prod, p->prod, memory_order_release);
+    atomic_store_explicit(&hdr->prod, p->prod, memory_order_relaxed);
     /*
      * Dekker with nd_cq_notify: we publish then read the arm word, the consumer writes the
-     * arm word then reads prod. With a full fence on both sides at least one of us sees
-     * the other, so an entry is either found by the consumer's peek or signalled here.
+     * arm word then looks at the entry, each side with a full barrier in between, so an
+     * entry is either found by the consumer's peek or signalled here. The publishing
+     * exchange is that barrier on our side (cheaper than a store and a fence).
      */
-    atomic_thread_fence(memory_order_seq_cst);
-    arm = atomic_load_explicit(p->arm, memory_order_relaxed);
+    __atomic_exchange_n(&slot->seq, p->prod, __ATOMIC_SEQ_CST);
+    arm = atomic_load_explicit(p->arm, memory_order_seq_cst);
     if (!arm_wants(ND_ARM_TYPE(arm), cqe))
         return 0;
     gen = ND_ARM_GEN(arm);

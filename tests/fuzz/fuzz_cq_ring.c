@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target: a CQ consuming a ring whose bytes a hostile peer controls. The input
- * is the ring header's producer index, 16 entries, then a script of consumer operations
+ * is the ring header's producer hint, 16 entries (with their sequence words), then a script of consumer operations
  * (poll, notify, cancel) interleaved with more scribbling. Whatever the bytes, the CQ
  * returns at most what the ring holds, only results its owner validated, and never
  * reads or writes outside the ring.
@@ -78,7 +78,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 4:
             nd_cq_cancel_overlapped_requests(cq);
             break;
-        case 5:   /* the peer moves its producer index */
+        case 5:   /* the peer marks an entry valid for some lap */
+            __atomic_store_n(&ring->ents[(op >> 3) % ENTRIES].seq,
+                             atomic_load(&ring->hdr.cons) + 1 + (op >> 7) * ENTRIES, __ATOMIC_RELEASE);
             atomic_store(&ring->hdr.prod, atomic_load(&ring->hdr.prod) + (op >> 3));
             break;
         case 6:   /* the peer rewrites an entry byte */

@@ -41,6 +41,7 @@ struct shm_conn {
     struct nd_ring_producer pprod;  /* into the peer's inbound ring */
     int peer_rcq_fd, peer_icq_fd;
     uint32_t next_peer_recv;
+    uint32_t peer_posted;           /* receives the peer is known to have posted */
     uint32_t ird, ord;
     struct held *held;              /* FIFO of requests waiting behind a send with no receive */
     uint32_t held_head, held_cap;
@@ -113,34 +114,58 @@ static nd_status cma(struct shm_conn *c, const struct nd_wr *wr, struct iovec *r
 }
 
 /* Place a Send into the peer's next receive. ND_PENDING: no receive is posted yet. */
+/* Does the peer have receive @k posted? Credits first (no shared read), then its queue. */
+static bool peer_has_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t k)
+{
+    uint32_t credit = atomic_load_explicit(&qp->peer_posted, memory_order_relaxed);
+
+    if ((int32_t)(credit - c->peer_posted) > 0)
+        c->peer_posted = credit;
+    if ((int32_t)(c->peer_posted - k) > 0)
+        return true;
+    c->peer_posted = atomic_load_explicit(&c->pctl->rq_prod, memory_order_acquire);
+    if ((int32_t)(c->peer_posted - k) > 0)
+        return true;
+    atomic_store(&c->pctl->peer_waiting, 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    c->peer_posted = atomic_load_explicit(&c->pctl->rq_prod, memory_order_acquire);
+    return (int32_t)(c->peer_posted - k) > 0;
+}
+
 static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
-    uint32_t k = c->next_peer_recv, posted = atomic_load_explicit(&c->pctl->rq_prod, memory_order_acquire);
-    struct nd_cqe e = { .wr_index = k, .type = ND_REQUEST_TYPE_RECEIVE, .bytes = (uint32_t)wr->total };
+    uint32_t k = c->next_peer_recv;
+    struct nd_cqe e = { .wr_index = k, .type = ND_REQUEST_TYPE_RECEIVE, .bytes = (uint32_t)wr->total,
+                        .credit_posted = qp->rq_posted,
+                        .credit_consumed = atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_relaxed) };
     const struct nd_rwqe *w;
     uint32_t nsge, total;
 
-    if (posted == k) {
-        atomic_store(&c->pctl->peer_waiting, 1);
-        atomic_thread_fence(memory_order_seq_cst);
-        posted = atomic_load_explicit(&c->pctl->rq_prod, memory_order_acquire);
-        if (posted == k)
-            return ND_PENDING;
+    if (!peer_has_receive(qp, c, k))
+        return ND_PENDING;
+    if (c->peer_posted - k > c->peer_rq_entries)
+        return ND_INTERNAL_ERROR;           /* impossible receive count: the peer is broken */
+    if (wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT)
+        e.flags |= ND_CQE_SOLICITED;
+    if (wr->total <= ND_CQE_INLINE_MAX) {
+        /* The message rides in its completion: one cache line, and the receiver checks the
+         * length against its own copy of the receive. */
+        gather(wr, e.data);
+        e.flags |= ND_CQE_INLINE_DATA;
+        goto publish;
     }
-    if (posted - k > c->peer_rq_entries)
-        return ND_INTERNAL_ERROR;           /* impossible producer index: the peer is broken */
+    if (wr->total <= ND_SLOT_SIZE) {
+        gather(wr, c->peer_region + c->pl.slots + (size_t)(k & (c->peer_rq_entries - 1)) * ND_SLOT_SIZE);
+        e.flags |= ND_CQE_INLINE;
+        goto publish;
+    }
     w = (const struct nd_rwqe *)(c->peer_region + c->pl.rwqe + (size_t)(k & (c->peer_rq_entries - 1)) * c->pl.rwqe_stride);
     nsge = __atomic_load_n(&w->nsge, __ATOMIC_RELAXED);
     total = __atomic_load_n(&w->total, __ATOMIC_RELAXED);
     if (nsge > c->peer_max_sge)
         return ND_INTERNAL_ERROR;
-    if (wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT)
-        e.flags |= ND_CQE_SOLICITED;
     if (wr->total > total) {
         e.status = ND_DATA_OVERRUN;         /* the receiver reports it; iWARP senders succeed */
-    } else if (wr->total <= ND_SLOT_SIZE) {
-        gather(wr, c->peer_region + c->pl.slots + (size_t)(k & (c->peer_rq_entries - 1)) * ND_SLOT_SIZE);
-        e.flags |= ND_CQE_INLINE;
     } else {
         struct iovec remote[MAX_IOV];
         uint64_t left = wr->total;
@@ -162,6 +187,8 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
         if (st != ND_SUCCESS)
             return st;
     }
+publish:
+    nd_ring_learn_cons(&c->pprod, atomic_load_explicit(&qp->peer_consumed, memory_order_relaxed));
     if (nd_ring_produce(&c->pprod, &e) < 0)
         return ND_INTERNAL_ERROR;
     c->next_peer_recv = k + 1;
@@ -302,7 +329,11 @@ static void shm_progress(struct nd_qp *qp)
     struct shm_conn *c = conn_of(qp);
     bool act = atomic_load_explicit(&c->held_count, memory_order_relaxed) != 0 || terminated(qp, c);
 
-    if (!act && ((atomic_fetch_add_explicit(&c->poll_count, 1, memory_order_relaxed) + 1) & 63) == 0) {
+    /* A plain increment: losing a count to a concurrent poller only shifts the next check. */
+    uint32_t polls = atomic_load_explicit(&c->poll_count, memory_order_relaxed) + 1;
+
+    atomic_store_explicit(&c->poll_count, polls, memory_order_relaxed);
+    if (!act && (polls & 63) == 0) {
         uint64_t now = nd_now_ns(), last = atomic_load_explicit(&c->last_check, memory_order_relaxed);
 
         /* One poller per interval wins the check. */
@@ -416,6 +447,7 @@ nd_status shm_attach(struct nd_qp *qp, int sock, pid_t pid, struct shm_msg *m, u
     c->pprod.ents = (struct nd_cqe *)(c->peer_region + c->pl.ents);
     c->pprod.mask = m->rq_entries - 1;
     c->pprod.prod = atomic_load(&c->pprod.hdr->prod);
+    c->pprod.cons_seen = atomic_load(&c->pprod.hdr->cons);
     c->pprod.arm = (const _Atomic uint32_t *)(c->peer_adapter + (size_t)m->arm_slot * ND_CACHELINE);
     c->peer_rcq_fd = m->fds[2];
     c->peer_icq_fd = m->fds[3];
