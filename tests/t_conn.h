@@ -10,6 +10,7 @@
 #include "t_util.h"
 
 #include <poll.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>

@@ -10,6 +10,7 @@
 #include "t_ring.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -23,6 +24,21 @@ struct shared_rings {
 };
 
 static int to_child[2], to_parent[2];
+static volatile sig_atomic_t phase;
+static volatile uint32_t progress_count;
+
+/* A hang is a failure with a story: where the parent was and how far it got. */
+static void on_alarm(int sig)
+{
+    char msg[96];
+    int n = snprintf(msg, sizeof(msg), "test_cq_xproc: stuck in phase %d after %u completions\n", (int)phase,
+                     (unsigned)progress_count);
+
+    (void)sig;
+    if (write(2, msg, (size_t)n) < 0)
+        _exit(2);
+    _exit(1);
+}
 
 static void child(struct shared_rings *sr, int ro_fd, size_t region, uint32_t arm_slot, int signal_fd)
 {
@@ -109,12 +125,16 @@ int main(void)
     close(to_child[0]);
     close(to_parent[1]);
 
+    signal(SIGALRM, on_alarm);
+    alarm(40);
     /* Stream: drain, re-arm, sleep on the port when the arm finds nothing. */
+    phase = 1;
     command('S');
     while (received < STREAM) {
         uint32_t n;
 
         while ((n = nd_cq_get_results(cq, res, 64)) > 0) {
+            progress_count = received + n;
             for (uint32_t i = 0; i < n; i++, received++)
                 CHECK(res[i].bytes_transferred == received && res[i].qp_context == &owner &&
                       res[i].request_context == (void *)(uintptr_t)(received % 1000 + 1));
@@ -132,6 +152,7 @@ int main(void)
     CHECK(read(to_parent[0], &ack, 1) == 1);
 
     /* A peer saturating the eventfd causes one spurious wake-up, not a wedge. */
+    phase = 2;
     command('H');
     CHECK_ST(nd_cq_notify(cq, ND_CQ_NOTIFY_ANY, &ov), ND_PENDING);
     CHECK_ST(nd_port_wait(port, 100, &got), ND_TIMEOUT);
@@ -140,6 +161,7 @@ int main(void)
     CHECK(got == &ov && nd_cq_get_results(cq, res, 64) == 1);
 
     /* A peer writing an impossible entry breaks that ring only. */
+    phase = 3;
     command('B');
     CHECK(nd_cq_get_results(cq, res, 64) == 0 && bad_owner.broken == 1 && owner.broken == 0);
     CHECK_ST(nd_cq_notify(cq, ND_CQ_NOTIFY_ANY, &ov), ND_PENDING);
@@ -147,6 +169,7 @@ int main(void)
     CHECK_ST(nd_port_wait(port, 5000, &got), ND_SUCCESS);
     CHECK(nd_cq_get_results(cq, res, 64) == 1);
 
+    phase = 4;
     command('Q');
     int status;
     CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
