@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The test suite, as CI runs it: gcc and clang with -Werror; the whole suite again under
-# ASan+UBSan; the threaded tests under TSan; each fuzz target for a short run over its
+# ASan+UBSan; again under TSan; each fuzz target for a short run over its
 # kept corpus. Usage: ./test.sh [quick]   (quick: the gcc build only)
 set -eu
 cd "$(dirname "$0")"
@@ -35,7 +35,7 @@ build build-ci/asan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 suite build-ci/asan
 
 build build-ci/tsan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DND_SANITIZE=thread
-suite build-ci/tsan -L threaded
+suite build-ci/tsan
 
 echo "== fuzz (${fuzz_seconds}s per target)"
 for f in build-ci/asan/tests/fuzz/fuzz_*; do

@@ -71,6 +71,7 @@ int main(void)
     CHECK_ST(nd_resolve_address((struct sockaddr *)&lo, sizeof(lo), NULL), ND_INVALID_PARAMETER_3);
 
     CHECK_ST(nd_open_adapter(id, &a), ND_SUCCESS);
+    CHECK_ST(nd_adapter_close(a), ND_SUCCESS);
     CHECK_ST(nd_open_adapter(0x1234, &a), ND_INVALID_PARAMETER);
     CHECK_ST(nd_open_adapter(id | 0xffff0000u, &a), ND_INVALID_PARAMETER);
     CHECK_ST(nd_open_adapter_by_address((struct sockaddr *)&absent, sizeof(absent), &a), ND_INVALID_ADDRESS);

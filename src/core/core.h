@@ -53,10 +53,16 @@ struct nd_ovobj {
     nd_overlapped *head, *tail;     /* pending, in request order; guarded by the object lock */
 };
 
-/* A list of completed requests bound for one port, delivered in order by nd_port_deliver. */
+/*
+ * Completed requests bound for one port, delivered in order by nd_port_deliver. Holds
+ * pointers only: once a request's status is published its owner may free it, so nothing
+ * of ours may live inside it any more (the port's queue is an array too, as IOCP's is).
+ */
 struct nd_ovbatch {
     struct nd_port *port;
-    nd_overlapped *head, *tail;
+    nd_overlapped **items;
+    uint32_t n, cap;
+    nd_overlapped *inline_items[8];
 };
 
 void nd_ovobj_init(struct nd_ovobj *obj, struct nd_port *port, const struct nd_ovobj_ops *ops);
@@ -69,6 +75,7 @@ void nd_ov_finish(nd_overlapped *ov, nd_status status, uint64_t bytes, struct nd
 void nd_ovbatch_init(struct nd_ovbatch *b, struct nd_port *port);
 void nd_port_deliver(struct nd_ovbatch *b);
 void nd_ovbatch_remove(struct nd_ovbatch *b, nd_overlapped *ov);
+void nd_ovbatch_release(struct nd_ovbatch *b);
 bool nd_ov_is_pending(const nd_overlapped *ov);
 
 /* Port event sources: a file descriptor in the port's epoll set (edge-triggered). */

@@ -3,6 +3,9 @@
 #include "core.h"
 #include "log.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 /*
  * ov->internal_state is the request's futex word: IDLE while pending with nobody blocked
  * on it, WAITER once a thread sleeps in nd_get_overlapped_result, DONE once completed.
@@ -54,7 +57,28 @@ bool nd_ov_is_pending(const nd_overlapped *ov)
 void nd_ovbatch_init(struct nd_ovbatch *b, struct nd_port *port)
 {
     b->port = port;
-    b->head = b->tail = NULL;
+    b->items = b->inline_items;
+    b->n = 0;
+    b->cap = ND_ARRAY_SIZE(b->inline_items);
+}
+
+static void batch_push(struct nd_ovbatch *b, nd_overlapped *ov)
+{
+    if (b->n == b->cap) {
+        uint32_t cap = b->cap * 2;
+        nd_overlapped **items = malloc(cap * sizeof(*items));
+
+        if (!items) {
+            nd_log(ND_LOG_ERROR, ND_SUB_PORT, "completion dropped: out of memory");
+            return;
+        }
+        memcpy(items, b->items, b->n * sizeof(*items));
+        if (b->items != b->inline_items)
+            free(b->items);
+        b->items = items;
+        b->cap = cap;
+    }
+    b->items[b->n++] = ov;
 }
 
 void nd_ov_finish(nd_overlapped *ov, nd_status status, uint64_t bytes, struct nd_ovbatch *batch)
@@ -63,15 +87,11 @@ void nd_ov_finish(nd_overlapped *ov, nd_status status, uint64_t bytes, struct nd
 
     ov->bytes = bytes;
     ov->internal_next = NULL;
-    if (!(ov->flags & ND_OV_FLAG_NO_PORT) && batch) {
-        if (batch->tail)
-            batch->tail->internal_next = ov;
-        else
-            batch->head = ov;
-        batch->tail = ov;
-    }
+    if (!(ov->flags & ND_OV_FLAG_NO_PORT) && batch)
+        batch_push(batch, ov);
     prev = __atomic_exchange_n(&ov->internal_state, OV_DONE, __ATOMIC_SEQ_CST);
     __atomic_store_n(&ov->status, status, __ATOMIC_RELEASE);
+    /* From here on @ov may be gone: only its address is used (futex wake, the port queue). */
     if (prev == OV_WAITER)
         nd_futex_wake(&ov->internal_state, 1 << 30);
 }
@@ -111,20 +131,21 @@ ND_API nd_status nd_get_overlapped_result(nd_overlapped *ov, int wait)
 
 void nd_ovbatch_remove(struct nd_ovbatch *b, nd_overlapped *ov)
 {
-    nd_overlapped *prev = NULL;
+    for (uint32_t i = 0; i < b->n; i++)
+        if (b->items[i] == ov) {
+            memmove(&b->items[i], &b->items[i + 1], (b->n - i - 1) * sizeof(*b->items));
+            b->n--;
+            return;
+        }
+}
 
-    for (nd_overlapped *cur = b->head; cur; prev = cur, cur = cur->internal_next) {
-        if (cur != ov)
-            continue;
-        if (prev)
-            prev->internal_next = cur->internal_next;
-        else
-            b->head = cur->internal_next;
-        if (b->tail == cur)
-            b->tail = prev;
-        cur->internal_next = NULL;
-        return;
-    }
+void nd_ovbatch_release(struct nd_ovbatch *b)
+{
+    if (b->items != b->inline_items)
+        free(b->items);
+    b->items = b->inline_items;
+    b->n = 0;
+    b->cap = ND_ARRAY_SIZE(b->inline_items);
 }
 
 void nd_ov_requeue(struct nd_ovobj *obj, nd_overlapped *ov)

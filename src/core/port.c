@@ -30,7 +30,8 @@ struct nd_port {
     int epfd;
     int queue_fd;
     pthread_mutex_t queue_lock;
-    nd_overlapped *head, *tail;
+    nd_overlapped **queue;      /* completed requests, oldest at qhead: pointers only */
+    uint32_t qhead, qcount, qcap;
     bool queue_fd_raised;       /* queue_fd's counter is nonzero */
     pthread_mutex_t source_lock;
     struct port_source *src;
@@ -111,6 +112,7 @@ ND_API nd_status nd_port_close(nd_port *port)
     pthread_mutex_destroy(&port->queue_lock);
     pthread_mutex_destroy(&port->source_lock);
     free(port->src);
+    free(port->queue);
     free(port);
     return ND_SUCCESS;
 }
@@ -125,34 +127,46 @@ static void queue_fd_update(struct nd_port *port)
 {
     uint64_t v = 1;
 
-    if (port->head && !port->queue_fd_raised) {
+    if (port->qcount && !port->queue_fd_raised) {
         if (write(port->queue_fd, &v, sizeof(v)) == sizeof(v))
             port->queue_fd_raised = true;
-    } else if (!port->head && port->queue_fd_raised) {
+    } else if (!port->qcount && port->queue_fd_raised) {
         if (read(port->queue_fd, &v, sizeof(v)) == sizeof(v) || errno == EAGAIN)
             port->queue_fd_raised = false;
     }
 }
 
-static void queue_append(struct nd_port *port, nd_overlapped *head, nd_overlapped *tail)
+static bool queue_append(struct nd_port *port, const struct nd_ovbatch *b)
 {
-    if (port->tail)
-        port->tail->internal_next = head;
-    else
-        port->head = head;
-    port->tail = tail;
+    if (port->qcount + b->n > port->qcap) {
+        uint32_t cap = port->qcap ? port->qcap : 64;
+
+        while (cap < port->qcount + b->n)
+            cap *= 2;
+        nd_overlapped **q = malloc(cap * sizeof(*q));
+        if (!q)
+            return false;
+        for (uint32_t i = 0; i < port->qcount; i++)
+            q[i] = port->queue[(port->qhead + i) % port->qcap];
+        free(port->queue);
+        port->queue = q;
+        port->qhead = 0;
+        port->qcap = cap;
+    }
+    for (uint32_t i = 0; i < b->n; i++)
+        port->queue[(port->qhead + port->qcount++) % port->qcap] = b->items[i];
+    return true;
 }
 
 static nd_overlapped *queue_pop(struct nd_port *port)
 {
-    nd_overlapped *ov = port->head;
+    nd_overlapped *ov;
 
-    if (ov) {
-        port->head = ov->internal_next;
-        if (!port->head)
-            port->tail = NULL;
-        ov->internal_next = NULL;
-    }
+    if (!port->qcount)
+        return NULL;
+    ov = port->queue[port->qhead];
+    port->qhead = (port->qhead + 1) % port->qcap;
+    port->qcount--;
     return ov;
 }
 
@@ -160,13 +174,14 @@ void nd_port_deliver(struct nd_ovbatch *b)
 {
     struct nd_port *port = b->port;
 
-    if (!b->head)
+    if (!b->n)
         return;
     pthread_mutex_lock(&port->queue_lock);
-    queue_append(port, b->head, b->tail);
+    if (!queue_append(port, b))
+        nd_log(ND_LOG_ERROR, ND_SUB_PORT, "completions dropped: out of memory");
     queue_fd_update(port);
     pthread_mutex_unlock(&port->queue_lock);
-    b->head = b->tail = NULL;
+    nd_ovbatch_release(b);
 }
 
 /* Append @b behind anything already queued (FIFO), then take the oldest request. */
@@ -175,12 +190,23 @@ static nd_overlapped *deliver_and_take(struct nd_port *port, struct nd_ovbatch *
     nd_overlapped *ov;
 
     pthread_mutex_lock(&port->queue_lock);
-    if (b->head)
-        queue_append(port, b->head, b->tail);
-    ov = queue_pop(port);
+    if (!port->qcount && b->n) {
+        /* The common case: nothing older waits, so hand the first over directly. */
+        struct nd_ovbatch rest = *b;
+
+        ov = b->items[0];
+        rest.items = b->items + 1;
+        rest.n = b->n - 1;
+        if (rest.n && !queue_append(port, &rest))
+            nd_log(ND_LOG_ERROR, ND_SUB_PORT, "completions dropped: out of memory");
+    } else {
+        if (b->n && !queue_append(port, b))
+            nd_log(ND_LOG_ERROR, ND_SUB_PORT, "completions dropped: out of memory");
+        ov = queue_pop(port);
+    }
     queue_fd_update(port);
     pthread_mutex_unlock(&port->queue_lock);
-    b->head = b->tail = NULL;
+    nd_ovbatch_release(b);
     return ov;
 }
 
