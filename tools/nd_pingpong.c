@@ -118,13 +118,14 @@ int main(int argc, char **argv)
         return 0;
     }
     tool_connect(&e, &o.addr, NULL, NULL);
+    int counter = tool_syscall_counter();   /* -1 (reported as -1) without tracefs or rights */
     if (o.size)
         sizes[nsizes++] = o.size;
     else
         for (uint32_t s = 1; s <= o.max_size; s *= 2)
             sizes[nsizes++] = s;
     if (!o.json)
-        printf("%10s %10s %14s %8s %14s\n", "Size", "Iter", "Latency(us)", "CPU(%)", "Bytes/s");
+        printf("%10s %10s %14s %8s %14s %10s\n", "Size", "Iter", "Latency(us)", "CPU(%)", "Bytes/s", "Syscalls/RT");
     for (uint32_t i = 0; i < nsizes; i++) {
         uint32_t iters = o.iters ? o.iters : sizes[i] <= 4096 ? 100000 : sizes[i] <= 65536 ? 20000 : 2000;
         nd_sge cs = { e.buf, sizeof(hdr), e.token };
@@ -137,14 +138,18 @@ int main(int argc, char **argv)
         tool_next(&e);
         run_size(&e, &o, sizes[i], 1000, true);
         double t0 = tool_now_us(), c0 = tool_cpu_us();
+        tool_counter_start(counter);
         run_size(&e, &o, sizes[i], iters, true);
+        long long calls = tool_counter_stop(counter);
         double us = tool_now_us() - t0, cpu = tool_cpu_us() - c0;
+        double per_rt = calls < 0 ? -1 : (double)calls / iters;
         double lat = us / iters / 2, bps = 2.0 * sizes[i] * iters / (us / 1e6);
         if (o.json)
             printf("{\"size\":%u,\"iterations\":%u,\"latency_us\":%.3f,\"cpu_percent\":%.1f,\"bytes_per_sec\":%.0f,"
-                   "\"mode\":\"%s\"}\n", sizes[i], iters, lat, 100.0 * cpu / us, bps, blocking ? "blocking" : "polling");
+                   "\"syscalls_per_roundtrip\":%.4f,\"mode\":\"%s\"}\n", sizes[i], iters, lat, 100.0 * cpu / us, bps,
+                   per_rt, blocking ? "blocking" : "polling");
         else
-            printf("%10u %10u %14.3f %8.1f %14.0f\n", sizes[i], iters, lat, 100.0 * cpu / us, bps);
+            printf("%10u %10u %14.3f %8.1f %14.0f %10.4f\n", sizes[i], iters, lat, 100.0 * cpu / us, bps, per_rt);
         fflush(stdout);
     }
     hdr[0] = 0;
