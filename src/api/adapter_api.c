@@ -2,6 +2,9 @@
 /* ND API: IND2Adapter methods. Argument checks and ND statuses here; mechanics in core/. */
 #include "../core/core.h"
 #include "../core/qp_int.h"
+#include "../core/srq_int.h"
+
+bool nd_srq_valid_of(const nd_srq *s, const struct nd_adapter *a);
 
 #include <string.h>
 
@@ -93,7 +96,7 @@ ND_API nd_status nd_adapter_create_queue_pair(nd_adapter *a, nd_cq *rcq, nd_cq *
         return ND_INVALID_PARAMETER_7;
     if (!qp)
         return ND_INVALID_PARAMETER_10;
-    return nd_qp_create(a, rcq, icq, context, rq_depth, iq_depth, rq_sge, iq_sge, inline_size, qp);
+    return nd_qp_create(a, rcq, icq, NULL, context, rq_depth, iq_depth, rq_sge, iq_sge, inline_size, qp);
 }
 
 ND_API nd_status nd_adapter_create_queue_pair_with_srq(nd_adapter *a, nd_cq *rcq, nd_cq *icq,
@@ -108,7 +111,7 @@ ND_API nd_status nd_adapter_create_queue_pair_with_srq(nd_adapter *a, nd_cq *rcq
         return ND_INVALID_PARAMETER_2;
     if (!cq_of(a, icq))
         return ND_INVALID_PARAMETER_3;
-    if (!srq)
+    if (!nd_srq_valid_of(srq, a))
         return ND_INVALID_PARAMETER_4;
     st = check_initiator(iq_depth, iq_sge, inline_size, ND_INVALID_PARAMETER_6,
                          ND_INVALID_PARAMETER_7, ND_INVALID_PARAMETER_8);
@@ -116,6 +119,6 @@ ND_API nd_status nd_adapter_create_queue_pair_with_srq(nd_adapter *a, nd_cq *rcq
         return st;
     if (!qp)
         return ND_INVALID_PARAMETER_9;
-    (void)context;
-    return ND_NOT_SUPPORTED;
+    /* The inbound ring holds one entry per receive the SRQ can have outstanding. */
+    return nd_qp_create(a, rcq, icq, srq, context, nd_srq_entries(srq), iq_depth, 1, iq_sge, inline_size, qp);
 }

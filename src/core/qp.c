@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Queue pairs: creation, the three completion rings, flush and the error state. */
 #include "qp_int.h"
+#include "srq_int.h"
 #include "transport.h"
 #include "log.h"
 
@@ -100,6 +101,42 @@ static void scatter(struct nd_qp *qp, uint32_t k, const uint8_t *src, uint32_t b
     }
 }
 
+static void take_credits(struct nd_qp *qp, const struct nd_cqe *e)
+{
+    /* Credits ride on every entry; a lying peer only hurts its own receive queue. */
+    atomic_store_explicit(&qp->peer_posted, e->credit_posted, memory_order_relaxed);
+    atomic_store_explicit(&qp->peer_consumed, e->credit_consumed, memory_order_relaxed);
+}
+
+/* A peer's completion for a receive it claimed from our SRQ (slot number in wr_index). */
+static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, const uint8_t *slot_data, nd_result *r)
+{
+    const uint8_t *data = NULL;
+    enum nd_xlate x;
+    bool overrun;
+
+    if (e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != ND_SUCCESS && e->status != ND_DATA_OVERRUN))
+        return ND_XLATE_BAD;
+    if (e->flags & ND_CQE_INLINE_DATA) {
+        if (e->bytes > ND_CQE_INLINE_MAX)
+            return ND_XLATE_BAD;
+        data = e->data;
+    } else if (e->flags & ND_CQE_INLINE) {
+        if (e->bytes > ND_SLOT_SIZE)
+            return ND_XLATE_BAD;
+        data = slot_data;
+    }
+    x = nd_srq_complete(qp->srq, e->wr_index, e, data, r, &overrun);
+    if (x != ND_XLATE_OK)
+        return x;
+    r->qp_context = qp->context;
+    r->request_type = ND_REQUEST_TYPE_RECEIVE;
+    take_credits(qp, e);
+    if (overrun)
+        nd_qp_fail(qp, ND_DATA_OVERRUN);
+    return ND_XLATE_OK;
+}
+
 /* An entry the peer wrote into our inbound ring. */
 static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
 {
@@ -107,6 +144,10 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
     uint32_t k = e->wr_index, exp = atomic_load(&qp->rq_expected);
     nd_status st = ND_SUCCESS;
 
+    const uint8_t *slot_data = qp->region + qp->layout.slots + (size_t)((e->seq - 1) & (qp->rq_entries - 1)) * ND_SLOT_SIZE;
+
+    if (qp->srq)
+        return srq_translate(qp, e, slot_data, r);
     if (k != exp)
         return (int32_t)(k - exp) < 0 && qp->state == ND_QPS_ERROR ? ND_XLATE_SKIP : ND_XLATE_BAD;
     if ((int32_t)(k - __atomic_load_n(&qp->rq_posted, __ATOMIC_ACQUIRE)) >= 0 ||
@@ -121,12 +162,9 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
     } else if (e->flags & ND_CQE_INLINE) {
         if (e->bytes > ND_SLOT_SIZE)
             return ND_XLATE_BAD;
-        scatter(qp, k, qp->region + qp->layout.slots + (size_t)(k & (qp->rq_entries - 1)) * ND_SLOT_SIZE,
-                e->bytes);
+        scatter(qp, k, slot_data, e->bytes);
     }
-    /* Credits ride on every entry; a lying peer only hurts its own receive queue. */
-    atomic_store_explicit(&qp->peer_posted, e->credit_posted, memory_order_relaxed);
-    atomic_store_explicit(&qp->peer_consumed, e->credit_consumed, memory_order_relaxed);
+    take_credits(qp, e);
     receive_result(qp, k, st, e->bytes, r);
     if (st != ND_SUCCESS)
         nd_qp_fail(qp, st);     /* the receiver's buffer was too small: the connection ends */
@@ -206,6 +244,8 @@ void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t k, nd_status st, uint32
 
 static void flush_receives(struct nd_qp *qp)
 {
+    if (qp->srq)
+        return;     /* the SRQ's receives outlive any one queue pair */
     const struct nd_cqe *ents = (const struct nd_cqe *)(qp->region + qp->layout.ents);
     uint32_t peer_done = nd_ring_valid_end(ents, qp->rq_entries - 1,
                                            atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_acquire));
@@ -337,7 +377,7 @@ static nd_status qp_attach(struct nd_qp *qp)
     return ND_SUCCESS;
 }
 
-nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, void *context,
+nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
                        uint32_t rq_depth, uint32_t iq_depth, uint32_t rq_sge, uint32_t iq_sge,
                        uint32_t inline_size, struct nd_qp **out)
 {
@@ -350,6 +390,7 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
     qp->context = context;
     qp->rcq = rcq;
     qp->icq = icq;
+    qp->srq = srq;
     qp->rq_depth = rq_depth;
     qp->iq_depth = iq_depth;
     qp->rq_sge = rq_sge;
@@ -369,6 +410,8 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
     atomic_init(&qp->refs, 1);
     atomic_fetch_add(&rcq->users, 1);
     atomic_fetch_add(&icq->users, 1);
+    if (srq)
+        nd_srq_attach_qp(srq, 1);
     nd_adapter_ref(a);
     qp->magic = ND_MAGIC_QP;
     *out = qp;
@@ -409,6 +452,8 @@ ND_API nd_status nd_qp_close(nd_qp *qp)
     pthread_mutex_unlock(&qp->lock);
     atomic_fetch_sub(&qp->rcq->users, 1);
     atomic_fetch_sub(&qp->icq->users, 1);
+    if (qp->srq)
+        nd_srq_attach_qp(qp->srq, -1);
     nd_qp_unref(qp);
     return ND_SUCCESS;
 }

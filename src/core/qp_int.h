@@ -91,6 +91,7 @@ struct nd_qp {
     struct nd_adapter *adapter;
     void *context;
     struct nd_cq *rcq, *icq;
+    nd_srq *srq;                    /* receives come from here, when set */
     uint32_t rq_depth, iq_depth, rq_sge, iq_sge, inline_size;
     uint32_t rq_entries, iq_entries;
     pthread_mutex_t lock;           /* posting, state, transport connection */
@@ -138,7 +139,7 @@ void nd_qp_fail(struct nd_qp *qp, nd_status status);
 nd_status nd_qp_local_op(struct nd_qp *qp, const struct nd_wr *wr);
 /* Are the local SGEs of @wr registered with the rights it needs (INLINE needs none)? */
 bool nd_qp_local_sges_ok(struct nd_qp *qp, const struct nd_wr *wr);
-nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, void *context,
+nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
                        uint32_t rq_depth, uint32_t iq_depth, uint32_t rq_sge, uint32_t iq_sge,
                        uint32_t inline_size, struct nd_qp **out);
 void nd_qp_ref(struct nd_qp *qp);

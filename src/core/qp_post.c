@@ -144,6 +144,8 @@ ND_API nd_status nd_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t
 
     if (!nd_qp_valid(qp))
         return ND_INVALID_HANDLE;
+    if (qp->srq)
+        return ND_INVALID_DEVICE_REQUEST;   /* receives of this QP come from its SRQ */
     if (nsge && !sge)
         return ND_INVALID_PARAMETER_2;
     if (nsge > qp->rq_sge)

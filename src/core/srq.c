@@ -1,62 +1,127 @@
 // SPDX-License-Identifier: MIT
-/* Shared receive queues: a ring of posted receives and the limit ("threshold") event. */
+/* Shared receive queues: posted slots in a shared ring, the limit ("threshold") event. */
 #include "srq_int.h"
+#include "log.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+enum { SLOT_FREE = 0, SLOT_POSTED = 1 };
+
+struct srq_slot {                   /* private: what the owner posted */
+    void *ctx;
+    uint32_t nsge, total;
+    uint8_t state;
+    nd_sge *sge;
+};
 
 struct nd_srq {
     uint32_t magic;
     struct nd_adapter *adapter;
     struct nd_ovobj ov;             /* pending notifies */
     pthread_mutex_t lock;
-    uint32_t depth, max_sge, threshold;
+    uint32_t depth, max_sge, threshold, entries;
     uint16_t group;
     uintptr_t affinity;
-    uint32_t head, count;           /* ring of depth entries */
-    struct nd_srq_entry *ring;
-    nd_sge *sges;                   /* depth * max_sge */
+    int region_fd;
+    uint8_t *region;
+    struct nd_srq_layout layout;
+    struct nd_srq_ctl *ctl;
+    uint32_t *ring;
+    struct srq_slot *slots;
+    nd_sge *sges;
+    uint32_t *free_ids;             /* stack of free slot ids */
+    uint32_t nfree;
+    uint32_t outstanding;           /* posted, claimed or not, not yet completed */
     atomic_uint users;              /* queue pairs attached */
 };
+
+static size_t align_up(size_t n, size_t a)
+{
+    return (n + a - 1) & ~(a - 1);
+}
+
+void nd_srq_layout(uint32_t entries, uint32_t max_sge, struct nd_srq_layout *l)
+{
+    l->ring = sizeof(struct nd_srq_ctl);
+    l->slot_stride = align_up(sizeof(struct nd_rwqe) + (size_t)max_sge * sizeof(struct nd_rwqe_sge), 16);
+    l->slots = align_up(l->ring + (size_t)entries * sizeof(uint32_t), ND_CACHELINE);
+    l->size = align_up(l->slots + (size_t)entries * l->slot_stride, 4096);
+}
+
+int nd_srq_claim(struct nd_srq_ctl *ctl, const uint32_t *ring, uint32_t entries, uint32_t *slot)
+{
+    for (;;) {
+        uint32_t h = atomic_load_explicit(&ctl->head, memory_order_acquire);
+        uint32_t t = atomic_load_explicit(&ctl->tail, memory_order_acquire);
+        uint32_t s;
+
+        if (h == t)
+            return 0;
+        if (t - h > entries)
+            return -1;
+        /* Read the slot id before claiming: the owner reuses a ring position only once
+         * the head has passed it, so what we read stays ours if the CAS succeeds. */
+        s = __atomic_load_n(&ring[h & (entries - 1)], __ATOMIC_RELAXED);
+        if (atomic_compare_exchange_weak_explicit(&ctl->head, &h, h + 1, memory_order_acq_rel,
+                                                  memory_order_relaxed)) {
+            *slot = s;
+            return 1;
+        }
+    }
+}
 
 static bool srq_valid(const struct nd_srq *s)
 {
     return s && s->magic == ND_MAGIC_SRQ;
 }
 
-static nd_status srq_alloc_ring(struct nd_srq *s, uint32_t depth)
+static uint32_t pow2_at_least(uint32_t n)
 {
-    struct nd_srq_entry *ring = calloc(depth, sizeof(*ring));
-    nd_sge *sges = calloc((size_t)depth * s->max_sge, sizeof(*sges));
+    uint32_t p = 1;
 
-    if (!ring || !sges) {
-        free(ring);
-        free(sges);
-        return ND_NO_MEMORY;
-    }
-    /* Move what is posted, oldest first, to the start of the new ring. */
-    for (uint32_t i = 0; i < s->count; i++) {
-        struct nd_srq_entry *from = &s->ring[(s->head + i) % s->depth];
+    while (p < n)
+        p <<= 1;
+    return p;
+}
 
-        ring[i] = *from;
-        ring[i].sge = &sges[(size_t)i * s->max_sge];
-        memcpy(ring[i].sge, from->sge, from->nsge * sizeof(nd_sge));
+static nd_status srq_region(struct nd_srq *s)
+{
+    nd_srq_layout(s->entries, s->max_sge, &s->layout);
+    s->region_fd = memfd_create("netdirect-srq", MFD_CLOEXEC);
+    if (s->region_fd < 0)
+        return ND_INSUFFICIENT_RESOURCES;
+    if (ftruncate(s->region_fd, (off_t)s->layout.size) < 0 ||
+        (s->region = mmap(NULL, s->layout.size, PROT_READ | PROT_WRITE, MAP_SHARED, s->region_fd, 0)) == MAP_FAILED) {
+        close(s->region_fd);
+        s->region = NULL;
+        return ND_INSUFFICIENT_RESOURCES;
     }
-    for (uint32_t i = s->count; i < depth; i++)
-        ring[i].sge = &sges[(size_t)i * s->max_sge];
-    free(s->ring);
-    free(s->sges);
-    s->ring = ring;
-    s->sges = sges;
-    s->head = 0;
-    s->depth = depth;
+    s->ctl = (struct nd_srq_ctl *)s->region;
+    s->ctl->magic = ND_SRQ_MAGIC;
+    s->ctl->entries = s->entries;
+    s->ctl->max_sge = s->max_sge;
+    s->ring = (uint32_t *)(s->region + s->layout.ring);
     return ND_SUCCESS;
 }
 
+static void srq_free(struct nd_srq *s)
+{
+    if (s->region) {
+        munmap(s->region, s->layout.size);
+        close(s->region_fd);
+    }
+    free(s->slots);
+    free(s->sges);
+    free(s->free_ids);
+    free(s);
+}
+
 ND_API nd_status nd_adapter_create_shared_receive_queue(nd_adapter *a, nd_port *port, uint32_t depth,
-                                                        uint32_t max_request_sge,
-                                                        uint32_t notify_threshold, uint16_t group,
-                                                        uintptr_t affinity, nd_srq **out)
+                                                        uint32_t max_request_sge, uint32_t notify_threshold,
+                                                        uint16_t group, uintptr_t affinity, nd_srq **out)
 {
     struct nd_srq *s;
 
@@ -75,11 +140,20 @@ ND_API nd_status nd_adapter_create_shared_receive_queue(nd_adapter *a, nd_port *
     s = calloc(1, sizeof(*s));
     if (!s)
         return ND_NO_MEMORY;
+    s->depth = depth;
     s->max_sge = max_request_sge;
-    s->depth = 0;
-    if (srq_alloc_ring(s, depth) != ND_SUCCESS) {
-        free(s);
+    /* Room for the largest depth Modify may set, so the shared layout never moves. */
+    s->entries = pow2_at_least(nd_limits.max_shared_receive_queue_depth);
+    s->slots = calloc(s->entries, sizeof(*s->slots));
+    s->sges = calloc((size_t)s->entries * s->max_sge, sizeof(*s->sges));
+    s->free_ids = calloc(s->entries, sizeof(*s->free_ids));
+    if (!s->slots || !s->sges || !s->free_ids || srq_region(s) != ND_SUCCESS) {
+        srq_free(s);
         return ND_NO_MEMORY;
+    }
+    for (uint32_t i = 0; i < s->entries; i++) {
+        s->slots[i].sge = &s->sges[(size_t)i * s->max_sge];
+        s->free_ids[s->nfree++] = s->entries - 1 - i;
     }
     s->threshold = notify_threshold;
     s->group = group;
@@ -100,6 +174,20 @@ static void srq_complete_all(struct nd_srq *s, nd_status status, struct nd_ovbat
         next = nd_ov_next(ov);
         nd_ov_finish(ov, status, 0, b);
     }
+}
+
+/* Receives posted and not yet claimed by a peer. */
+static uint32_t srq_posted(struct nd_srq *s)
+{
+    return atomic_load_explicit(&s->ctl->tail, memory_order_relaxed) -
+           atomic_load_explicit(&s->ctl->head, memory_order_acquire);
+}
+
+/* The limit event is one-shot: it releases every pending notify (lock held). */
+static void srq_check_limit(struct nd_srq *s, struct nd_ovbatch *b)
+{
+    if (s->ov.head && srq_posted(s) < s->threshold)
+        srq_complete_all(s, ND_SUCCESS, b);
 }
 
 ND_API nd_status nd_srq_cancel_overlapped_requests(nd_srq *s)
@@ -127,9 +215,7 @@ ND_API nd_status nd_srq_close(nd_srq *s)
     nd_port_unref(s->ov.port);
     nd_adapter_unref(s->adapter);
     pthread_mutex_destroy(&s->lock);
-    free(s->ring);
-    free(s->sges);
-    free(s);
+    srq_free(s);
     return ND_SUCCESS;
 }
 
@@ -155,14 +241,16 @@ ND_API nd_status nd_srq_modify(nd_srq *s, uint32_t depth, uint32_t notify_thresh
     if (depth > nd_limits.max_shared_receive_queue_depth)
         return ND_INVALID_PARAMETER_1;
     pthread_mutex_lock(&s->lock);
-    if (depth && depth < s->count)
+    if (depth && depth < s->outstanding)
         st = ND_BUFFER_OVERFLOW;
     else if (notify_threshold > (depth ? depth : s->depth))
         st = ND_INVALID_PARAMETER_2;
-    else if (depth && depth != s->depth)
-        st = srq_alloc_ring(s, depth);
-    if (st == ND_SUCCESS && notify_threshold)
-        s->threshold = notify_threshold;
+    if (st == ND_SUCCESS) {
+        if (depth)
+            s->depth = depth;
+        if (notify_threshold)
+            s->threshold = notify_threshold;
+    }
     pthread_mutex_unlock(&s->lock);
     return st;
 }
@@ -178,7 +266,7 @@ ND_API nd_status nd_srq_notify(nd_srq *s, nd_overlapped *ov)
     pthread_mutex_lock(&s->lock);
     if (s->threshold == 0)
         st = ND_INVALID_DEVICE_STATE;
-    else if (s->count < s->threshold)
+    else if (srq_posted(s) < s->threshold)
         st = ND_SUCCESS;            /* already below: no lost limit event */
     else
         nd_ov_start(&s->ov, ov);
@@ -188,7 +276,6 @@ ND_API nd_status nd_srq_notify(nd_srq *s, nd_overlapped *ov)
 
 ND_API nd_status nd_srq_receive(nd_srq *s, void *ctx, const nd_sge *sge, uint32_t nsge)
 {
-    struct nd_srq_entry *e;
     uint64_t total = 0;
     nd_status st = ND_SUCCESS;
 
@@ -202,55 +289,36 @@ ND_API nd_status nd_srq_receive(nd_srq *s, void *ctx, const nd_sge *sge, uint32_
         total += sge[i].buffer_length;
     if (total > nd_limits.max_transfer_length)
         return ND_BUFFER_OVERFLOW;
+    for (uint32_t i = 0; i < nsge; i++)
+        if (sge[i].buffer_length &&
+            nd_mtab_check(s->adapter->mtab, ND_MTAB_ENTRIES, sge[i].memory_region_token,
+                          (uintptr_t)sge[i].buffer, sge[i].buffer_length, ND_ACCESS_LOCAL_WRITE) != ND_SUCCESS)
+            return ND_ACCESS_VIOLATION;
     pthread_mutex_lock(&s->lock);
-    if (s->count == s->depth) {
+    if (s->outstanding >= s->depth || !s->nfree) {
         st = ND_NO_MORE_ENTRIES;
     } else {
-        e = &s->ring[(s->head + s->count) % s->depth];
-        e->request_context = ctx;
-        e->nsge = nsge;
-        e->length = (uint32_t)total;
+        uint32_t id = s->free_ids[--s->nfree], t = atomic_load_explicit(&s->ctl->tail, memory_order_relaxed);
+        struct srq_slot *slot = &s->slots[id];
+        struct nd_rwqe *w = (struct nd_rwqe *)(s->region + s->layout.slots + (size_t)id * s->layout.slot_stride);
+
+        slot->ctx = ctx;
+        slot->nsge = nsge;
+        slot->total = (uint32_t)total;
+        slot->state = SLOT_POSTED;
         if (nsge)
-            memcpy(e->sge, sge, nsge * sizeof(*sge));
-        s->count++;
+            memcpy(slot->sge, sge, nsge * sizeof(*sge));
+        w->nsge = nsge;
+        w->total = (uint32_t)total;
+        for (uint32_t i = 0; i < nsge; i++)
+            w->sge[i] = (struct nd_rwqe_sge){ (uintptr_t)sge[i].buffer, sge[i].buffer_length,
+                                              sge[i].memory_region_token };
+        __atomic_store_n(&s->ring[t & (s->entries - 1)], id, __ATOMIC_RELAXED);
+        atomic_store_explicit(&s->ctl->tail, t + 1, memory_order_release);
+        s->outstanding++;
     }
     pthread_mutex_unlock(&s->lock);
     return st;
-}
-
-bool nd_srq_take(nd_srq *s, struct nd_srq_entry *out, nd_sge *sge_buf)
-{
-    struct nd_ovbatch b;
-    bool got = false;
-
-    nd_ovbatch_init(&b, s->ov.port);
-    pthread_mutex_lock(&s->lock);
-    if (s->count) {
-        struct nd_srq_entry *e = &s->ring[s->head];
-
-        *out = *e;
-        out->sge = sge_buf;
-        memcpy(sge_buf, e->sge, e->nsge * sizeof(nd_sge));
-        s->head = (s->head + 1) % s->depth;
-        s->count--;
-        got = true;
-        /* The limit event is one-shot: it releases every pending notify, then disarms. */
-        if (s->count < s->threshold)
-            srq_complete_all(s, ND_SUCCESS, &b);
-    }
-    pthread_mutex_unlock(&s->lock);
-    nd_port_deliver(&b);
-    return got;
-}
-
-uint32_t nd_srq_posted(nd_srq *s)
-{
-    uint32_t n;
-
-    pthread_mutex_lock(&s->lock);
-    n = s->count;
-    pthread_mutex_unlock(&s->lock);
-    return n;
 }
 
 ND_API nd_status nd_srq_get_overlapped_result(nd_srq *s, nd_overlapped *ov, int wait)
@@ -258,4 +326,64 @@ ND_API nd_status nd_srq_get_overlapped_result(nd_srq *s, nd_overlapped *ov, int 
     if (!srq_valid(s))
         return ND_INVALID_HANDLE;
     return nd_get_overlapped_result(ov, wait);
+}
+
+void nd_srq_export(nd_srq *s, struct nd_srq_fds *out)
+{
+    out->region_fd = s->region_fd;
+    out->entries = s->entries;
+    out->max_sge = s->max_sge;
+}
+
+uint32_t nd_srq_entries(nd_srq *s)
+{
+    return s->entries;
+}
+
+void nd_srq_attach_qp(nd_srq *s, int delta)
+{
+    atomic_fetch_add(&s->users, (unsigned)delta);
+}
+
+bool nd_srq_valid_of(const nd_srq *s, const struct nd_adapter *a);
+bool nd_srq_valid_of(const nd_srq *s, const struct nd_adapter *a)
+{
+    return srq_valid(s) && s->adapter == a;
+}
+
+enum nd_xlate nd_srq_complete(nd_srq *s, uint32_t id, const struct nd_cqe *e, const uint8_t *data,
+                              nd_result *r, bool *overrun)
+{
+    struct nd_ovbatch b;
+    struct srq_slot *slot;
+
+    nd_ovbatch_init(&b, s->ov.port);
+    pthread_mutex_lock(&s->lock);
+    if (id >= s->entries || s->slots[id].state != SLOT_POSTED) {
+        pthread_mutex_unlock(&s->lock);
+        return ND_XLATE_BAD;
+    }
+    slot = &s->slots[id];
+    *overrun = e->status == ND_DATA_OVERRUN || e->bytes > slot->total;
+    if (!*overrun && data) {
+        uint32_t left = e->bytes;
+
+        for (uint32_t i = 0; i < slot->nsge && left; i++) {
+            uint32_t n = slot->sge[i].buffer_length < left ? slot->sge[i].buffer_length : left;
+
+            memcpy(slot->sge[i].buffer, data, n);
+            data += n;
+            left -= n;
+        }
+    }
+    r->status = *overrun ? ND_DATA_OVERRUN : ND_SUCCESS;
+    r->bytes_transferred = *overrun ? 0 : e->bytes;
+    r->request_context = slot->ctx;
+    slot->state = SLOT_FREE;
+    s->free_ids[s->nfree++] = id;
+    s->outstanding--;
+    srq_check_limit(s, &b);
+    pthread_mutex_unlock(&s->lock);
+    nd_port_deliver(&b);
+    return ND_XLATE_OK;
 }

@@ -13,7 +13,7 @@
 enum shm_msg_type { SHM_REQ = 1, SHM_REP = 2, SHM_REJ = 3, SHM_RTU = 4, SHM_DISC = 5 };
 
 #define SHM_MAX_PDATA 252u
-#define SHM_NFDS 4
+#define SHM_NFDS 5
 
 /* A CM message, decoded and checked. */
 struct shm_msg {
@@ -24,7 +24,10 @@ struct shm_msg {
     struct sockaddr_storage src;    /* the sender's local address */
     /* REQ and REP: the sender's queue pair */
     uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
-    int fds[SHM_NFDS];              /* region, adapter (read-only), receive CQ, initiator CQ; -1 if none */
+    uint32_t srq_entries, srq_max_sge;  /* nonzero when the sender's QP takes receives from an SRQ */
+    /* region, adapter (read-only), receive CQ, initiator CQ, SRQ region (the QP region again
+     * when there is no SRQ); -1 if none */
+    int fds[SHM_NFDS];
 };
 
 void shm_msg_init(struct shm_msg *m, uint16_t type);

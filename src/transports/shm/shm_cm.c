@@ -2,6 +2,7 @@
 /* shm rendezvous: abstract unix sockets, CM messages with descriptors, peer credentials. */
 #include "shm.h"
 #include "core/log.h"
+#include "core/srq_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,6 +22,7 @@ struct shm_wire {
     uint16_t type;
     uint32_t ird, ord, pdata_len;
     uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
+    uint32_t srq_entries, srq_max_sge;
     uint32_t family;
     uint16_t port;
     uint8_t addr[16];
@@ -186,6 +188,15 @@ nd_status shm_send(int sock, struct shm_msg *m, struct nd_qp *qp)
         fds[1] = ro_fd;
         fds[2] = qp->rcq->signal_fd;
         fds[3] = qp->icq->signal_fd;
+        fds[4] = qp->region_fd;
+        if (qp->srq) {
+            struct nd_srq_fds sf;
+
+            nd_srq_export(qp->srq, &sf);
+            fds[4] = sf.region_fd;
+            w.srq_entries = sf.entries;
+            w.srq_max_sge = sf.max_sge;
+        }
         memset(&cbuf, 0, sizeof(cbuf));
         mh.msg_control = cbuf.buf;
         mh.msg_controllen = sizeof(cbuf.buf);
@@ -267,5 +278,7 @@ nd_status shm_recv(int sock, struct shm_msg *m)
     m->slot_size = w.slot_size;
     m->arm_slot = w.arm_slot;
     m->iarm_slot = w.iarm_slot;
+    m->srq_entries = w.srq_entries;
+    m->srq_max_sge = w.srq_max_sge;
     return ND_SUCCESS;
 }

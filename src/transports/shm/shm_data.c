@@ -8,6 +8,7 @@
  */
 #include "shm.h"
 #include "core/log.h"
+#include "core/srq_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +39,11 @@ struct shm_conn {
     struct nd_qp_layout pl;
     struct nd_qp_ctl *pctl;
     uint32_t peer_rq_entries, peer_max_sge;
+    /* The peer's SRQ, when its queue pair takes receives from one. */
+    uint8_t *psrq;
+    struct nd_srq_layout psl;
+    struct nd_srq_ctl *psrq_ctl;
+    uint32_t psrq_entries, psrq_max_sge;
     struct nd_ring_producer pprod;  /* into the peer's inbound ring */
     int peer_rcq_fd, peer_icq_fd;
     uint32_t next_peer_recv;
@@ -132,19 +138,43 @@ static bool peer_has_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t k)
     return (int32_t)(c->peer_posted - k) > 0;
 }
 
+/* The receive a Send will consume: the peer's next posted one, or a slot of its SRQ. */
+static nd_status next_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t *k, const struct nd_rwqe **w)
+{
+    if (c->psrq) {
+        int got = nd_srq_claim(c->psrq_ctl, (const uint32_t *)(c->psrq + c->psl.ring), c->psrq_entries, k);
+
+        if (got < 0 || (got > 0 && *k >= c->psrq_entries))
+            return ND_INTERNAL_ERROR;
+        if (!got) {
+            atomic_store(&c->psrq_ctl->waiting, 1);
+            return ND_PENDING;
+        }
+        *w = (const struct nd_rwqe *)(c->psrq + c->psl.slots + (size_t)*k * c->psl.slot_stride);
+        return ND_SUCCESS;
+    }
+    *k = c->next_peer_recv;
+    if (!peer_has_receive(qp, c, *k))
+        return ND_PENDING;
+    if (c->peer_posted - *k > c->peer_rq_entries)
+        return ND_INTERNAL_ERROR;           /* impossible receive count: the peer is broken */
+    *w = (const struct nd_rwqe *)(c->peer_region + c->pl.rwqe +
+                                  (size_t)(*k & (c->peer_rq_entries - 1)) * c->pl.rwqe_stride);
+    return ND_SUCCESS;
+}
+
 static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
-    uint32_t k = c->next_peer_recv;
+    const struct nd_rwqe *w;
+    uint32_t k, nsge, total, max_sge = c->psrq ? c->psrq_max_sge : c->peer_max_sge;
+    nd_status st = next_receive(qp, c, &k, &w);
+
+    if (st != ND_SUCCESS)
+        return st;
     struct nd_cqe e = { .wr_index = k, .type = ND_REQUEST_TYPE_RECEIVE, .bytes = (uint32_t)wr->total,
                         .credit_posted = qp->rq_posted,
                         .credit_consumed = atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_relaxed) };
-    const struct nd_rwqe *w;
-    uint32_t nsge, total;
 
-    if (!peer_has_receive(qp, c, k))
-        return ND_PENDING;
-    if (c->peer_posted - k > c->peer_rq_entries)
-        return ND_INTERNAL_ERROR;           /* impossible receive count: the peer is broken */
     if (wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT)
         e.flags |= ND_CQE_SOLICITED;
     if (wr->total <= ND_CQE_INLINE_MAX) {
@@ -155,14 +185,14 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
         goto publish;
     }
     if (wr->total <= ND_SLOT_SIZE) {
-        gather(wr, c->peer_region + c->pl.slots + (size_t)(k & (c->peer_rq_entries - 1)) * ND_SLOT_SIZE);
+        /* The slot that goes with the ring position this completion will take. */
+        gather(wr, c->peer_region + c->pl.slots + (size_t)(c->pprod.prod & c->pprod.mask) * ND_SLOT_SIZE);
         e.flags |= ND_CQE_INLINE;
         goto publish;
     }
-    w = (const struct nd_rwqe *)(c->peer_region + c->pl.rwqe + (size_t)(k & (c->peer_rq_entries - 1)) * c->pl.rwqe_stride);
     nsge = __atomic_load_n(&w->nsge, __ATOMIC_RELAXED);
     total = __atomic_load_n(&w->total, __ATOMIC_RELAXED);
-    if (nsge > c->peer_max_sge)
+    if (nsge > max_sge)
         return ND_INTERNAL_ERROR;
     if (wr->total > total) {
         e.status = ND_DATA_OVERRUN;         /* the receiver reports it; iWARP senders succeed */
@@ -183,7 +213,7 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
         }
         if (left)
             return ND_ACCESS_VIOLATION;
-        nd_status st = cma(c, wr, remote, n, true);
+        st = cma(c, wr, remote, n, true);
         if (st != ND_SUCCESS)
             return st;
     }
@@ -191,7 +221,8 @@ publish:
     nd_ring_learn_cons(&c->pprod, atomic_load_explicit(&qp->peer_consumed, memory_order_relaxed));
     if (nd_ring_produce(&c->pprod, &e) < 0)
         return ND_INTERNAL_ERROR;
-    c->next_peer_recv = k + 1;
+    if (!c->psrq)
+        c->next_peer_recv = k + 1;
     return ND_SUCCESS;
 }
 
@@ -303,7 +334,8 @@ static void retry_held(struct nd_qp *qp, struct shm_conn *c)
         nd_status st = execute(qp, c, &h->wr);
 
         if (st == ND_PENDING) {
-            if (nd_now_ns() - c->held_since < RNR_TIMEOUT_NS)
+            /* An empty SRQ must not end the connection (ND §3.2): wait as long as it takes. */
+            if (c->psrq || nd_now_ns() - c->held_since < RNR_TIMEOUT_NS)
                 break;
             st = ND_IO_TIMEOUT;
         }
@@ -390,6 +422,8 @@ static void shm_destroy(struct nd_qp *qp)
         return;
     munmap(c->peer_adapter, ND_ADAPTER_REGION_BYTES);
     munmap(c->peer_region, c->peer_region_size);
+    if (c->psrq)
+        munmap(c->psrq, c->psl.size);
     close(c->peer_rcq_fd);
     close(c->peer_icq_fd);
     close(c->sock);
@@ -449,6 +483,20 @@ nd_status shm_attach(struct nd_qp *qp, int sock, pid_t pid, struct shm_msg *m, u
     c->pprod.prod = atomic_load(&c->pprod.hdr->prod);
     c->pprod.cons_seen = atomic_load(&c->pprod.hdr->cons);
     c->pprod.arm = (const _Atomic uint32_t *)(c->peer_adapter + (size_t)m->arm_slot * ND_CACHELINE);
+    if (m->srq_entries) {
+        if (!m->srq_max_sge || m->srq_max_sge > nd_limits.max_receive_sge || (m->srq_entries & (m->srq_entries - 1)) ||
+            m->srq_entries > 65536)
+            goto err;
+        nd_srq_layout(m->srq_entries, m->srq_max_sge, &c->psl);
+        c->psrq = map_fd(m->fds[4], c->psl.size, PROT_READ | PROT_WRITE);
+        if (!c->psrq)
+            goto err;
+        c->psrq_ctl = (struct nd_srq_ctl *)c->psrq;
+        c->psrq_entries = m->srq_entries;
+        c->psrq_max_sge = m->srq_max_sge;
+    }
+    close(m->fds[4]);
+    m->fds[4] = -1;
     c->peer_rcq_fd = m->fds[2];
     c->peer_icq_fd = m->fds[3];
     c->pprod.signal_fd = c->peer_rcq_fd;
@@ -470,6 +518,8 @@ err:
             munmap(c->peer_region, c->pl.size);
         if (c->peer_adapter)
             munmap(c->peer_adapter, ND_ADAPTER_REGION_BYTES);
+        if (c->psrq)
+            munmap(c->psrq, c->psl.size);
         free(c);
     }
     shm_msg_close_fds(m);
