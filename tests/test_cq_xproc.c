@@ -26,6 +26,10 @@ struct shared_rings {
 static int to_child[2], to_parent[2];
 static volatile sig_atomic_t phase;
 static volatile uint32_t progress_count;
+static nd_cq *dbg_cq;
+static struct nd_ring_hdr *dbg_hdr;
+static struct nd_cqe *dbg_ents;
+static nd_overlapped *dbg_ov;
 
 /* A hang is a failure with a story: where the parent was and how far it got. */
 static void on_alarm(int sig)
@@ -37,6 +41,20 @@ static void on_alarm(int sig)
     (void)sig;
     if (write(2, msg, (size_t)n) < 0)
         _exit(2);
+    if (dbg_cq) {
+        /* Not async-signal-safe, but the process is stuck and about to die anyway. */
+        uint32_t cons = atomic_load(&dbg_hdr->cons);
+        fprintf(stderr, "cq: n_any %u n_sol %u arm 0x%x arm_gen %u pending %p ov.status 0x%x state %u\n",
+                dbg_cq->n_any, dbg_cq->n_sol, (unsigned)atomic_load(dbg_cq->arm), dbg_cq->arm_gen,
+                (void *)dbg_cq->ov.head, (unsigned)dbg_ov->status, dbg_ov->internal_state);
+        nd_cq_debug_dump(dbg_cq, stderr);
+        uint64_t cnt = 0;
+        ssize_t rr = read(dbg_cq->signal_fd, &cnt, sizeof(cnt));
+        fprintf(stderr, "eventfd read: %zd count %llu\n", rr, (unsigned long long)cnt);
+        fprintf(stderr, "ring: prod %u cons %u signalled_gen %u seq[cons] %u seq[cons-1] %u\n",
+                (unsigned)atomic_load(&dbg_hdr->prod), cons, dbg_hdr->signalled_gen,
+                dbg_ents[cons & (T_RING_ENTRIES - 1)].seq, dbg_ents[(cons - 1) & (T_RING_ENTRIES - 1)].seq);
+    }
     _exit(1);
 }
 
@@ -125,6 +143,10 @@ int main(void)
     close(to_child[0]);
     close(to_parent[1]);
 
+    dbg_cq = cq;
+    dbg_hdr = &sr->hdr;
+    dbg_ents = sr->ents;
+    dbg_ov = &ov;
     signal(SIGALRM, on_alarm);
     alarm(40);
     /* Stream: drain, re-arm, sleep on the port when the arm finds nothing. */

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -236,28 +237,44 @@ static void poke_waiters(struct nd_cq *cq)
         nd_log(ND_LOG_WARN, ND_SUB_CQ, "eventfd write failed: %m");
 }
 
+/*
+ * A wake-up that released nothing: the signal was spent on an entry GetResults had already
+ * taken (its producer saw the arm after our last drain), and the ring will not signal this
+ * generation again. Re-arm with a fresh generation, then look once more: an entry
+ * published before the new arm word is seen by this look, any later one signals again.
+ */
+static bool cq_rearm_and_look(struct nd_cq *cq, struct nd_ovbatch *b)
+{
+    uint32_t type = armed_type(cq);
+
+    if (type == ND_ARM_NONE || cq->error != ND_SUCCESS)
+        return false;
+    arm_store(cq, type);
+    return cq_progress(cq, b);
+}
+
 /* The port saw the CQ's eventfd fire. */
 static void cq_on_signal(void *obj, struct nd_ovbatch *b)
 {
     struct nd_cq *cq = obj;
-    bool progressed;
     uint64_t v;
 
     pthread_mutex_lock(&cq->lock);
-    progressed = cq_progress(cq, b);
-    pthread_mutex_unlock(&cq->lock);
-    if (progressed)
+    if (cq_progress(cq, b)) {
+        pthread_mutex_unlock(&cq->lock);
         return;
+    }
+    pthread_mutex_unlock(&cq->lock);
     /*
-     * A wake-up with nothing to do (a stale edge, or a peer that saturated the counter):
-     * reset the counter so later signals produce edges again. epoll re-polls an
-     * edge-triggered fd when it reports it, so a signal that lands between our check and
-     * this read would be swallowed with the counter: check again after the read.
+     * Nothing to do: reset the counter, so a peer that saturated it cannot keep later
+     * signals from producing edges. epoll re-polls an edge-triggered fd when it reports
+     * it, so a signal landing before this read is swallowed with the counter; the look
+     * after the re-arm below covers the entry it was for.
      */
     if (read(cq->signal_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
         nd_log(ND_LOG_WARN, ND_SUB_CQ, "eventfd read failed: %m");
     pthread_mutex_lock(&cq->lock);
-    cq_progress(cq, b);
+    cq_rearm_and_look(cq, b);
     pthread_mutex_unlock(&cq->lock);
 }
 
@@ -267,6 +284,8 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
     struct nd_ovbatch b;
     uint64_t v;
 
+    bool woke = false;
+
     atomic_fetch_add(&cq->ov_waiters, 1);
     while (nd_ov_is_pending(ov)) {
         struct pollfd pfd = { .fd = cq->signal_fd, .events = POLLIN };
@@ -275,7 +294,8 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
 
         nd_ovbatch_init(&b, cq->ov.port);
         pthread_mutex_lock(&cq->lock);
-        cq_progress(cq, &b);
+        if (!cq_progress(cq, &b) && woke)
+            cq_rearm_and_look(cq, &b);      /* a spent signal: see cq_rearm_and_look */
         timeout = cq->ndefer_capable ? 10 : -1;
         pthread_mutex_unlock(&cq->lock);
         nd_port_deliver(&b);
@@ -283,8 +303,8 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
             break;
         /* With queue pairs attached, wake now and then so their deferred work (held
          * sends, a peer that died without a word) moves even if nothing signals. */
-        if (poll(&pfd, 1, timeout) > 0 && read(cq->signal_fd, &v, sizeof(v)) < 0 &&
-            errno != EAGAIN)
+        woke = poll(&pfd, 1, timeout) > 0;
+        if (woke && read(cq->signal_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
             nd_log(ND_LOG_WARN, ND_SUB_CQ, "eventfd read failed: %m");
     }
     atomic_fetch_sub(&cq->ov_waiters, 1);
@@ -525,4 +545,18 @@ void nd_cq_local_producer(struct nd_cq *cq, struct nd_ring_hdr *hdr, struct nd_c
     p->mask = entries - 1;
     p->arm = cq->arm;
     p->signal_fd = cq->signal_fd;
+}
+
+/* For diagnostics (tests print it when something hangs): the CQ's view of its rings. */
+void nd_cq_debug_dump(struct nd_cq *cq, FILE *f)
+{
+    fprintf(f, "cq %p: depth %u error 0x%x n_any %u n_sol %u arm 0x%x gen %u nsrc %u\n", (void *)cq, cq->depth,
+            (unsigned)cq->error, cq->n_any, cq->n_sol, (unsigned)atomic_load(cq->arm), cq->arm_gen, cq->nsrc);
+    for (uint32_t i = 0; i < cq->nsrc; i++) {
+        struct nd_cq_src *s = cq->src[i];
+
+        fprintf(f, "  ring %u: cons %u reported %u broken %d valid_end %u hdr.prod %u hdr.cons %u signalled %u\n", i,
+                s->cons, s->reported, s->broken, nd_ring_valid_end(s->ents, s->mask, s->cons),
+                (unsigned)atomic_load(&s->hdr->prod), (unsigned)atomic_load(&s->hdr->cons), s->hdr->signalled_gen);
+    }
 }

@@ -6,6 +6,8 @@
 #include "core.h"
 #include "ring.h"
 
+#include <stdio.h>
+
 struct nd_cq_src;
 
 /* What the ring's owner says of one entry it was handed. */
@@ -68,5 +70,6 @@ void nd_cq_local_producer(struct nd_cq *cq, struct nd_ring_hdr *hdr, struct nd_c
 
 /* Break the CQ with a sticky error (catastrophic error, overrun): every notify completes with it. */
 void nd_cq_fail(struct nd_cq *cq, nd_status status);
+void nd_cq_debug_dump(struct nd_cq *cq, FILE *f);
 
 #endif
