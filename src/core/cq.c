@@ -22,6 +22,7 @@ struct nd_cq_src {
     uint32_t mask;
     uint32_t cons;                  /* private copy; published to hdr->cons */
     uint32_t reported;              /* entries before this index have satisfied a notify */
+    uint32_t seen;                  /* entries before this index are known valid (counting) */
     const struct nd_cq_src_ops *ops;
     void *ctx;
     bool broken;
@@ -150,8 +151,16 @@ static uint32_t queued_entries_upto(struct nd_cq *cq, uint32_t limit)
     for (uint32_t i = 0; i < cq->nsrc && total <= limit; i++) {
         struct nd_cq_src *s = cq->src[i];
 
-        if (!s->broken)
-            total += nd_ring_valid_end(s->ents, s->mask, s->cons) - s->cons;
+        if (s->broken)
+            continue;
+        /* Resume where the last count stopped: each entry is looked at once, not once
+         * per GetResults call (a deep CQ polled one result at a time stays O(1)). */
+        if ((int32_t)(s->seen - s->cons) < 0)
+            s->seen = s->cons;
+        while (s->seen - s->cons <= s->mask && total + (s->seen - s->cons) <= limit &&
+               nd_cqe_valid(s->ents, s->mask, s->seen))
+            s->seen++;
+        total += s->seen - s->cons;
     }
     return total;
 }
@@ -500,7 +509,7 @@ nd_status nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct n
     s->ops = ops;
     s->ctx = ctx;
     pthread_mutex_lock(&cq->lock);
-    s->cons = s->reported = atomic_load_explicit(&hdr->cons, memory_order_relaxed);
+    s->cons = s->reported = s->seen = atomic_load_explicit(&hdr->cons, memory_order_relaxed);
     if (cq->nsrc == cq->cap) {
         uint32_t cap = cq->cap ? cq->cap * 2 : 4;
         struct nd_cq_src **n = realloc(cq->src, cap * sizeof(*n));
