@@ -12,10 +12,10 @@
  * Needs root or perf_event_paranoid <= 1, and tracefs (bench/cq_notify.sh mounts it).
  */
 #include "core/cq_int.h"
+#include "nd_syscount.h"
 
 #include <arpa/inet.h>
 
-#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,47 +28,17 @@
 
 static int counter_fd = -1;
 
-static int open_counter(void)
-{
-    const char *paths[] = { "/sys/kernel/tracing/events/raw_syscalls/sys_enter/id",
-                            "/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/id" };
-    struct perf_event_attr attr;
-    unsigned long long id = 0;
-
-    for (size_t i = 0; i < 2 && !id; i++) {
-        FILE *f = fopen(paths[i], "r");
-
-        if (f) {
-            if (fscanf(f, "%llu", &id) != 1)
-                id = 0;
-            fclose(f);
-        }
-    }
-    if (!id)
-        return -1;
-    memset(&attr, 0, sizeof(attr));
-    attr.type = PERF_TYPE_TRACEPOINT;
-    attr.size = sizeof(attr);
-    attr.config = id;
-    attr.disabled = 1;
-    attr.exclude_kernel = 0;
-    return (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
-}
-
 static void counter_start(void)
 {
-    ioctl(counter_fd, PERF_EVENT_IOC_RESET, 0);
-    ioctl(counter_fd, PERF_EVENT_IOC_ENABLE, 0);
+    tool_counter_start(counter_fd);
 }
 
+/* Raw count, the disable call included: the empty-loop baseline takes it out. */
 static uint64_t counter_stop(void)
 {
-    uint64_t v = 0;
+    long long v = tool_counter_stop(counter_fd);
 
-    ioctl(counter_fd, PERF_EVENT_IOC_DISABLE, 0);
-    if (read(counter_fd, &v, sizeof(v)) != sizeof(v))
-        return 0;
-    return v;
+    return v < 0 ? 0 : (uint64_t)v + 1;
 }
 
 static uint64_t baseline;
@@ -123,7 +93,7 @@ int main(int argc, char **argv)
     nd_cq *cq;
 
     json = argc > 1 && !strcmp(argv[1], "--json");
-    counter_fd = open_counter();
+    counter_fd = tool_syscall_counter();
     if (counter_fd < 0) {
         fprintf(stderr, "cq_notify: cannot open the raw_syscalls:sys_enter counter (%m); "
                         "run as root with tracefs mounted (bench/cq_notify.sh)\n");

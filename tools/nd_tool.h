@@ -4,16 +4,14 @@
 #define ND_TOOL_H
 
 #include <netdirect/netdirect.h>
+#include "nd_syscount.h"
 
 #include <arpa/inet.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/perf_event.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -66,57 +64,6 @@ static inline double tool_cpu_us(void)
 
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec + ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec;
-}
-
-/*
- * A counter of this thread's system calls (the raw_syscalls:sys_enter tracepoint), or -1
- * where tracefs or permissions are missing. Read it around a measured loop.
- */
-static inline int tool_syscall_counter(void)
-{
-    static const char *const paths[] = { "/sys/kernel/tracing/events/raw_syscalls/sys_enter/id",
-                                         "/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/id" };
-    struct perf_event_attr attr;
-    unsigned long long id = 0;
-
-    for (int i = 0; i < 2 && !id; i++) {
-        FILE *f = fopen(paths[i], "r");
-
-        if (f) {
-            if (fscanf(f, "%llu", &id) != 1)
-                id = 0;
-            fclose(f);
-        }
-    }
-    if (!id)
-        return -1;
-    memset(&attr, 0, sizeof(attr));
-    attr.type = PERF_TYPE_TRACEPOINT;
-    attr.size = sizeof(attr);
-    attr.config = id;
-    attr.disabled = 1;
-    return (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
-}
-
-static inline void tool_counter_start(int fd)
-{
-    if (fd >= 0) {
-        ioctl(fd, PERF_EVENT_IOC_RESET, 0);
-        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-    }
-}
-
-/* Syscalls since start, less the one disable call itself. */
-static inline long long tool_counter_stop(int fd)
-{
-    unsigned long long v = 0;
-
-    if (fd < 0)
-        return -1;
-    ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-    if (read(fd, &v, sizeof(v)) != sizeof(v))
-        return -1;
-    return v > 0 ? (long long)v - 1 : 0;
 }
 
 static inline nd_status tool_wait(nd_status st, nd_overlapped *ov)
