@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -141,6 +142,7 @@ static inline pid_t t_fork_server(void (*server)(int port_pipe), int *port_pipe_
     pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* never outlive a failed test */
         close(p[0]);
         server(p[1]);
         _exit(0);

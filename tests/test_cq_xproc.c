@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -136,6 +137,7 @@ int main(void)
     pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* never spin on after the parent is gone */
         close(to_child[1]);
         close(to_parent[0]);
         child(sr, ro_fd, a->shm_size, cq->arm_slot, cq->signal_fd);

@@ -8,6 +8,8 @@
  */
 #include "t_conn.h"
 
+#include <sys/prctl.h>
+
 #define CLIENTS 3
 #define MSGS 200
 #define SLOTS 16
@@ -73,6 +75,7 @@ int main(void)
         pids[i] = fork();
         CHECK(pids[i] >= 0);
         if (pids[i] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
             client(i, ntohs(sin.sin_port));
             _exit(0);
         }

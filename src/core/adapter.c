@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /*
@@ -60,9 +61,20 @@ void nd_adapter_ref(struct nd_adapter *a)
     atomic_fetch_add(&a->refs, 1);
 }
 
+struct nd_peer_region {
+    dev_t dev;
+    ino_t ino;
+    uint8_t *map;
+};
+
 static void adapter_destroy(struct nd_adapter *a)
 {
     a->magic = ND_MAGIC_DEAD;
+    for (uint32_t i = 0; i < a->npeers; i++)
+        munmap(a->peers[i].map, ND_ADAPTER_REGION_BYTES);
+    free(a->peers);
+    if (a->ro_fd >= 0)
+        close(a->ro_fd);
     munmap(a->shm, a->shm_size);
     close(a->shm_fd);
     free(a->arm_used);
@@ -128,6 +140,7 @@ ND_API nd_status nd_open_adapter(uint64_t adapter_id, nd_adapter **out)
         return st;
     }
     pthread_mutex_init(&a->lock, NULL);
+    a->ro_fd = -1;
     atomic_init(&a->refs, 1);
     a->id = adapter_id;
     a->ifindex = ifindex;
@@ -188,4 +201,41 @@ int nd_adapter_export_ro_fd(struct nd_adapter *a)
     /* Re-opening the memfd read-only gives a description a peer can only map PROT_READ. */
     snprintf(path, sizeof(path), "/proc/self/fd/%d", a->shm_fd);
     return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+int nd_adapter_ro_fd(struct nd_adapter *a)
+{
+    int fd;
+
+    pthread_mutex_lock(&a->lock);
+    if (a->ro_fd < 0)
+        a->ro_fd = nd_adapter_export_ro_fd(a);
+    fd = a->ro_fd;
+    pthread_mutex_unlock(&a->lock);
+    return fd;
+}
+
+const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, int fd)
+{
+    const uint8_t *map = NULL;
+    struct stat st;
+
+    /* The mapping keeps the peer's memfd alive, so its inode cannot be reused under us. */
+    if (fstat(fd, &st) < 0 || (size_t)st.st_size < ND_ADAPTER_REGION_BYTES)
+        return NULL;
+    pthread_mutex_lock(&a->lock);
+    for (uint32_t i = 0; i < a->npeers && !map; i++)
+        if (a->peers[i].dev == st.st_dev && a->peers[i].ino == st.st_ino)
+            map = a->peers[i].map;
+    if (!map && (a->npeers < a->cap_peers ||
+                 (a->peers = realloc(a->peers, (a->cap_peers = a->cap_peers * 2 + 4) * sizeof(*a->peers))))) {
+        void *m = mmap(NULL, ND_ADAPTER_REGION_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+
+        if (m != MAP_FAILED) {
+            a->peers[a->npeers++] = (struct nd_peer_region){ st.st_dev, st.st_ino, m };
+            map = m;
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return map;
 }

@@ -110,6 +110,9 @@ struct nd_adapter {
     uint32_t *mtab_free;            /* private free list of indices */
     uint32_t mtab_nfree;
     uint8_t *mtab_key;              /* private: next key per index */
+    int ro_fd;                      /* our region re-opened read-only, for peers; -1 until needed */
+    struct nd_peer_region *peers;   /* peers' regions mapped read-only, one per peer adapter */
+    uint32_t npeers, cap_peers;
 };
 
 bool nd_adapter_valid(const struct nd_adapter *a);
@@ -119,6 +122,11 @@ nd_status nd_adapter_arm_alloc(struct nd_adapter *a, uint32_t *slot);
 void nd_adapter_arm_free(struct nd_adapter *a, uint32_t slot);
 /* A read-only descriptor of the adapter's shared region, for a peer (caller closes it). */
 int nd_adapter_export_ro_fd(struct nd_adapter *a);
+/* The same, opened once and kept by the adapter (do not close). -1 on failure. */
+int nd_adapter_ro_fd(struct nd_adapter *a);
+/* A peer adapter's region (from @fd), mapped read-only once per peer adapter and kept
+ * until this adapter goes. NULL if @fd is not a region of the right size. */
+const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, int fd);
 
 /* ---- address discovery (addr.c) ---- */
 

@@ -176,7 +176,7 @@ nd_status shm_send(int sock, struct shm_msg *m, struct nd_qp *qp)
     memcpy(w.pdata, m->pdata, m->pdata_len);
     encode_addr(&w, &m->src);
     if (qp) {
-        ro_fd = nd_adapter_export_ro_fd(qp->adapter);
+        ro_fd = nd_adapter_ro_fd(qp->adapter);     /* kept by the adapter: not ours to close */
         if (ro_fd < 0)
             return ND_INSUFFICIENT_RESOURCES;
         w.rq_entries = qp->rq_entries;
@@ -209,8 +209,6 @@ nd_status shm_send(int sock, struct shm_msg *m, struct nd_qp *qp)
     do
         n = sendmsg(sock, &mh, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
-    if (ro_fd >= 0)
-        close(ro_fd);
     if (n == (ssize_t)sizeof(w))
         return ND_SUCCESS;
     nd_log(ND_LOG_INFO, ND_SUB_SHM, "CM send failed: %m");

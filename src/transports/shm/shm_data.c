@@ -32,7 +32,7 @@ struct held {
 struct shm_conn {
     pid_t pid;
     int sock;                       /* dup of the connection socket: liveness */
-    uint8_t *peer_adapter;          /* read-only: arm words and token table */
+    const uint8_t *peer_adapter;    /* read-only, shared by every connection to that adapter */
     const struct nd_mtab_entry *peer_mtab;
     uint8_t *peer_region;
     size_t peer_region_size;
@@ -420,7 +420,6 @@ static void shm_destroy(struct nd_qp *qp)
 
     if (!c)
         return;
-    munmap(c->peer_adapter, ND_ADAPTER_REGION_BYTES);
     munmap(c->peer_region, c->peer_region_size);
     if (c->psrq)
         munmap(c->psrq, c->psl.size);
@@ -468,7 +467,7 @@ nd_status shm_attach(struct nd_qp *qp, int sock, pid_t pid, struct shm_msg *m, u
     nd_qp_layout(m->rq_entries, m->max_sge, ND_SLOT_SIZE, &c->pl);
     c->peer_region_size = c->pl.size;
     c->peer_region = map_fd(m->fds[0], c->pl.size, PROT_READ | PROT_WRITE);
-    c->peer_adapter = map_fd(m->fds[1], ND_ADAPTER_REGION_BYTES, PROT_READ);
+    c->peer_adapter = nd_adapter_map_peer(qp->adapter, m->fds[1]);
     if (!c->peer_region || !c->peer_adapter)
         goto err;
     c->pctl = (struct nd_qp_ctl *)c->peer_region;
@@ -516,8 +515,6 @@ err:
     if (c) {
         if (c->peer_region)
             munmap(c->peer_region, c->pl.size);
-        if (c->peer_adapter)
-            munmap(c->peer_adapter, ND_ADAPTER_REGION_BYTES);
         if (c->psrq)
             munmap(c->psrq, c->psl.size);
         free(c);
