@@ -6,14 +6,16 @@
  *   receive ND_CANCELED, later requests ND_CANCELED;
  *   ndmval: 1024 B into a 1023 B receive: receiver ND_DATA_OVERRUN, sender ND_SUCCESS;
  *   send-no-receive: ND_IO_TIMEOUT after the bounded retry;
- *   receive-conn-closed: the peer disconnects at once: the posted receive ND_CANCELED.
+ *   receive-conn-closed: the peer disconnects at once: the posted receive ND_CANCELED;
+ *   read-without-read-limit: the server accepted with no inbound Reads, so a Read fails.
  * Every completion is checked for type, QP context and request context.
  */
 #include "t_conn.h"
 
-enum scenario { INVALID_WRITE, INVALID_READ, OVER_WRITE, WRITE_VIOLATION, MVAL, SEND_NO_RECEIVE, CONN_CLOSED, NCASES };
+enum scenario { INVALID_WRITE, INVALID_READ, OVER_WRITE, WRITE_VIOLATION, MVAL, SEND_NO_RECEIVE, CONN_CLOSED,
+                READ_NO_LIMIT, NCASES };
 static const char *const names[] = { "invalid-write", "invalid-read", "over-write", "write-violation", "ndmval",
-                                     "send-no-receive", "receive-conn-closed" };
+                                     "send-no-receive", "receive-conn-closed", "read-without-read-limit" };
 
 struct hello {
     uint64_t rw_addr, ro_addr;
@@ -40,7 +42,7 @@ static void server(int port_pipe)
         CHECK_ST(nd_qp_receive(s.qp, (void *)0x51, &rs, 1), ND_SUCCESS);
     port = t_listen(&s);
     CHECK(write(port_pipe, &port, sizeof(port)) == sizeof(port));
-    t_accept(&s, 8, &h, sizeof(h));
+    t_accept(&s, scen == READ_NO_LIMIT ? 0 : 8, &h, sizeof(h));
     if (scen == SEND_NO_RECEIVE) {
         char c;
 
@@ -93,6 +95,9 @@ static void client(uint16_t port)
     case SEND_NO_RECEIVE:
         CHECK_ST(nd_qp_send(s.qp, (void *)1, &sge, 1, 0), ND_SUCCESS);
         break;
+    case READ_NO_LIMIT:
+        CHECK_ST(nd_qp_read(s.qp, (void *)1, &sge, 1, h.rw_addr, h.rw_token, 0), ND_SUCCESS);
+        break;
     case CONN_CLOSED:
         CHECK_ST(nd_connector_disconnect(s.c, &ov), ND_SUCCESS);
         t_side_close(&s);
@@ -103,7 +108,8 @@ static void client(uint16_t port)
     uint64_t t0 = t_now_ms();
     r = t_poll_one(s.cq, 5000);
     CHECK(r.request_context == (void *)1 && r.qp_context == &s);
-    CHECK_ST(r.status, scen == MVAL ? ND_SUCCESS : scen == SEND_NO_RECEIVE ? ND_IO_TIMEOUT : ND_ACCESS_VIOLATION);
+    CHECK_ST(r.status, scen == MVAL ? ND_SUCCESS : scen == SEND_NO_RECEIVE ? ND_IO_TIMEOUT
+                       : scen == READ_NO_LIMIT ? ND_INVALID_DEVICE_REQUEST : ND_ACCESS_VIOLATION);
     if (scen == SEND_NO_RECEIVE) {
         CHECK(t_now_ms() - t0 < 2000);   /* the retry is bounded */
         CHECK(write(done_pipe[1], "x", 1) == 1);
