@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+/*
+ * raw_conn_rate: the socket floor for connection set-up on this host. A forked server
+ * accepts and closes; the client connects, waits for the server's close, closes: one
+ * connection at a time, as nd_conn runs.
+ *   raw_conn_rate unix|tcp [seconds] [--json]
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    int tcp = argc > 1 && !strcmp(argv[1], "tcp"), json = argc > 3 && !strcmp(argv[3], "--json");
+    double seconds = argc > 2 ? atof(argv[2]) : 2;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int lfd;
+
+    memset(&ss, 0, sizeof(ss));
+    if (tcp) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+        sin->sin_family = AF_INET;
+        sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        len = sizeof(*sin);
+    } else {
+        struct sockaddr_un *un = (struct sockaddr_un *)&ss;
+
+        un->sun_family = AF_UNIX;
+        snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "raw-conn-rate-%d", (int)getpid());
+        len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(un->sun_path + 1));
+    }
+    lfd = socket(ss.ss_family, SOCK_STREAM, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&ss, len) < 0 || listen(lfd, 128) < 0)
+        return 1;
+    if (tcp)
+        getsockname(lfd, (struct sockaddr *)&ss, &len);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (;;) {
+            int fd = accept(lfd, NULL, NULL);
+
+            if (fd >= 0)
+                close(fd);
+        }
+    }
+    close(lfd);
+    unsigned long n = 0;
+    double t0 = now(), t;
+    while ((t = now() - t0) < seconds) {
+        int fd = socket(ss.ss_family, SOCK_STREAM, 0);
+        char c;
+
+        if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0)
+            return 1;
+        if (read(fd, &c, 1) != 0)    /* the server closed: the connection's whole life is done */
+            return 1;
+        close(fd);
+        n++;
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    if (json)
+        printf("{\"kind\":\"%s\",\"connections\":%lu,\"seconds\":%.3f,\"per_second\":%.0f}\n", tcp ? "tcp" : "unix", n, t,
+               n / t);
+    else
+        printf("raw %s connect/accept/close: %lu in %.2f s: %.0f/s\n", tcp ? "tcp" : "unix", n, t, n / t);
+    return 0;
+}
