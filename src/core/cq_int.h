@@ -52,6 +52,7 @@ struct nd_cq {
     struct nd_cq_src **src;
     uint32_t nsrc, cap, next_scan;
     uint32_t ndefer_capable;        /* rings whose owner may defer (queue pairs) */
+    uint32_t full_polls;            /* GetResults calls that filled their array */
 };
 
 nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t depth, uint16_t group,
