@@ -170,6 +170,11 @@ int main(int argc, char **argv)
     double start = tool_now_us(), elapsed;
     while ((elapsed = tool_now_us() - start) < seconds * 1e6 && (!count || t.n + t.failures < count))
         client_once(&e, &addr, &t);
+    nd_mr_close(e.mr);
+    nd_cq_close(e.cq);
+    nd_port_close(e.port);
+    nd_adapter_close(e.adapter);
+    free(e.buf);
     double n = t.n ? (double)t.n : 1;
     if (json)
         printf("{\"connections\":%llu,\"seconds\":%.3f,\"per_second\":%.0f,\"connect_us\":%.2f,"
