@@ -19,13 +19,27 @@ struct opts {
     uint32_t nsge, size, iters, max_size;
 };
 
+/*
+ * The server's next receive. Results of different queues come in any order, so our own
+ * sends' completions are skipped here rather than awaited: waiting for them could swallow
+ * the client's next message, which may already be behind them.
+ */
+static nd_result next_receive(struct tool_ep *e)
+{
+    nd_result r;
+
+    while ((r = tool_next(e)).request_type == ND_REQUEST_TYPE_SEND)
+        ;
+    return r;
+}
+
 static void run_size(struct tool_ep *e, const struct opts *o, uint32_t size, uint32_t iters, bool client)
 {
     uint8_t *buf = e->buf;
     uint32_t per = o->nsge ? (size + o->nsge - 1) / o->nsge : 0, nsge = 0;
     nd_sge sge[32];
     nd_sge rsge = { buf + MAX_SIZE, MAX_SIZE, e->token };
-    uint32_t flags = size <= 128 ? ND_OP_FLAG_INLINE : 0, sends_done = 0;
+    uint32_t flags = size <= 128 ? ND_OP_FLAG_INLINE : 0;
 
     for (uint32_t off = 0; off < size; off += per)
         sge[nsge++] = (nd_sge){ buf + off, size - off < per ? size - off : per, e->token };
@@ -36,20 +50,14 @@ static void run_size(struct tool_ep *e, const struct opts *o, uint32_t size, uin
             tool_next(e);
             tool_next(e);
         } else {
-            nd_result r;
+            nd_result r = next_receive(e);
 
-            /* Results of different queues come in any order: skip our own send's. */
-            while ((r = tool_next(e)).request_type == ND_REQUEST_TYPE_SEND)
-                sends_done++;
             if (r.bytes_transferred != size)
                 TOOL_DIE("unexpected receive of %u bytes (want %u)", r.bytes_transferred, size);
             TOOL_CHECK(nd_qp_receive(e->qp, NULL, &rsge, 1));
             TOOL_CHECK(nd_qp_send(e->qp, NULL, sge, nsge, flags));
         }
     }
-    while (!client && sends_done < iters)
-        if (tool_next(e).request_type == ND_REQUEST_TYPE_SEND)
-            sends_done++;
 }
 
 static void usage(void)
@@ -103,7 +111,7 @@ int main(int argc, char **argv)
         tool_accept(&e, &o.addr, NULL, 0);
         /* The client announces each size and count in an 12-byte message first. */
         for (;;) {
-            nd_result r = tool_next(&e);
+            nd_result r = next_receive(&e);
 
             if (r.bytes_transferred != sizeof(hdr))
                 TOOL_DIE("bad control message");
