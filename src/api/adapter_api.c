@@ -4,8 +4,6 @@
 #include "../core/qp_int.h"
 #include "../core/srq_int.h"
 
-bool nd_srq_valid_of(const nd_srq *s, const struct nd_adapter *a);
-
 #include <string.h>
 
 ND_API nd_status nd_adapter_query(nd_adapter *a, nd_adapter_info *info, uint32_t *size)

@@ -28,7 +28,6 @@ static bool connector_valid(const struct nd_connector *c)
     return c && c->magic == ND_MAGIC_CONNECTOR;
 }
 
-uint32_t nd_sockaddr_len(const struct sockaddr *sa);
 uint32_t nd_sockaddr_len(const struct sockaddr *sa)
 {
     return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
@@ -48,8 +47,6 @@ static bool is_wildcard(const struct sockaddr *sa)
     return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &any6, sizeof(any6));
 }
 
-/* Is @sa an address of @a (or the wildcard, when allowed)? */
-nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok);
 nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok)
 {
     unsigned ifindex;
@@ -61,8 +58,6 @@ nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, boo
     return ND_SUCCESS;
 }
 
-/* Reserve @sa's port in the TCP port space (port 0: the kernel picks); fills the port in. */
-nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out);
 nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out)
 {
     int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
@@ -413,11 +408,8 @@ ND_API nd_status nd_connector_complete_connect(nd_connector *c, nd_overlapped *o
 
 /* ---- the passive side ---- */
 
-/* A listener hands over a request (its socket and REQ) to this fresh connector. */
 void nd_connector_take_request(struct nd_connector *c, int sock, pid_t pid, struct shm_msg *req,
-                               const struct sockaddr_storage *local, struct nd_ovbatch *b);
-void nd_connector_take_request(struct nd_connector *c, int sock, pid_t pid, struct shm_msg *req,
-                               const struct sockaddr_storage *local, struct nd_ovbatch *b)
+                               const struct sockaddr_storage *local)
 {
     pthread_mutex_lock(&c->lock);
     c->sock = sock;
@@ -427,10 +419,9 @@ void nd_connector_take_request(struct nd_connector *c, int sock, pid_t pid, stru
     c->peer = req->src;
     c->local = *local;
     c->state = ND_CS_REQ_RECEIVED;
+    /* Anything the peer sent after its REQ is read when the port reports the socket. */
     if (register_sock(c) != ND_SUCCESS)
         c->aborted = true;
-    /* Anything the peer sent after its REQ is read when the port reports the socket. */
-    (void)b;
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -704,7 +695,6 @@ ND_API nd_status nd_connector_get_overlapped_result(nd_connector *c, nd_overlapp
 }
 
 /* A listener closing or cancelling releases a connector it was filling. */
-void nd_connector_unqueue(struct nd_connector *c);
 void nd_connector_unqueue(struct nd_connector *c)
 {
     pthread_mutex_lock(&c->lock);
@@ -713,7 +703,6 @@ void nd_connector_unqueue(struct nd_connector *c)
     pthread_mutex_unlock(&c->lock);
 }
 
-bool nd_connector_queue(struct nd_connector *c, struct nd_adapter *a);
 bool nd_connector_queue(struct nd_connector *c, struct nd_adapter *a)
 {
     bool ok;
@@ -726,7 +715,6 @@ bool nd_connector_queue(struct nd_connector *c, struct nd_adapter *a)
     return ok;
 }
 
-bool nd_connector_valid(const struct nd_connector *c);
 bool nd_connector_valid(const struct nd_connector *c)
 {
     return connector_valid(c);

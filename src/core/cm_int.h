@@ -34,4 +34,18 @@ struct nd_connector {
 
 struct nd_listener;
 
+/* Shared by connectors (cm.c) and listeners (listener.c). */
+uint32_t nd_sockaddr_len(const struct sockaddr *sa);
+/* Is @sa an address of @a (or the wildcard, when allowed)? */
+nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok);
+/* Reserve @sa's port in the TCP port space (port 0: the kernel picks); fills the port in. */
+nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out);
+bool nd_connector_valid(const struct nd_connector *c);
+/* A fresh connector becomes the target of a GetConnectionRequest, or is released from it. */
+bool nd_connector_queue(struct nd_connector *c, struct nd_adapter *a);
+void nd_connector_unqueue(struct nd_connector *c);
+/* A listener hands over a request (its socket and REQ) to a queued connector. */
+void nd_connector_take_request(struct nd_connector *c, int sock, pid_t pid, struct shm_msg *req,
+                               const struct sockaddr_storage *local);
+
 #endif

@@ -42,16 +42,6 @@ struct nd_listener {
     uint32_t ng, capg;
 };
 
-/* From cm.c */
-uint32_t nd_sockaddr_len(const struct sockaddr *sa);
-nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok);
-nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out);
-void nd_connector_take_request(struct nd_connector *c, int sock, pid_t pid, struct shm_msg *req,
-                               const struct sockaddr_storage *local, struct nd_ovbatch *b);
-void nd_connector_unqueue(struct nd_connector *c);
-bool nd_connector_queue(struct nd_connector *c, struct nd_adapter *a);
-bool nd_connector_valid(const struct nd_connector *c);
-
 static void listener_wait(struct nd_ovobj *obj, nd_overlapped *ov);
 static const struct nd_ovobj_ops listener_ov_ops = { .wait = listener_wait };
 
@@ -157,7 +147,7 @@ static void match(struct nd_listener *l, struct nd_ovbatch *b)
 
         memmove(l->in, l->in + 1, --l->nin * sizeof(*l->in));
         memmove(l->g, l->g + 1, --l->ng * sizeof(*l->g));
-        nd_connector_take_request(g.c, in.sock, in.pid, &in.req, &l->addr, b);
+        nd_connector_take_request(g.c, in.sock, in.pid, &in.req, &l->addr);
         nd_ov_remove(&l->ov, g.ov);
         nd_ov_finish(g.ov, ND_SUCCESS, 0, b);
     }

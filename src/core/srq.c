@@ -345,7 +345,6 @@ void nd_srq_attach_qp(nd_srq *s, int delta)
     atomic_fetch_add(&s->users, (unsigned)delta);
 }
 
-bool nd_srq_valid_of(const nd_srq *s, const struct nd_adapter *a);
 bool nd_srq_valid_of(const nd_srq *s, const struct nd_adapter *a)
 {
     return srq_valid(s) && s->adapter == a;

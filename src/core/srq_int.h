@@ -46,6 +46,8 @@ struct nd_srq_fds {
 /* For a connection: the region's descriptor and geometry. */
 void nd_srq_export(nd_srq *srq, struct nd_srq_fds *out);
 uint32_t nd_srq_entries(nd_srq *srq);
+/* Is @srq a live SRQ of adapter @a? */
+bool nd_srq_valid_of(const nd_srq *srq, const struct nd_adapter *a);
 void nd_srq_attach_qp(nd_srq *srq, int delta);
 
 /*
