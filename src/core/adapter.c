@@ -5,6 +5,7 @@
  * windows). Everything a peer may write lives elsewhere, per connection.
  */
 #include "core.h"
+#include "transport.h"
 #include "log.h"
 #include "mem_int.h"
 
@@ -69,6 +70,9 @@ struct nd_peer_region {
 
 static void adapter_destroy(struct nd_adapter *a)
 {
+    for (const struct nd_transport_ops *const *t = nd_transports; *t; t++)
+        if ((*t)->adapter_close)
+            (*t)->adapter_close(a);
     a->magic = ND_MAGIC_DEAD;
     for (uint32_t i = 0; i < a->npeers; i++)
         munmap(a->peers[i].map, ND_ADAPTER_REGION_BYTES);

@@ -15,6 +15,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+void nd_cm_msg_init(struct nd_cm_msg *m, uint16_t type)
+{
+    memset(m, 0, sizeof(*m));
+    m->type = type;
+    for (int i = 0; i < ND_CM_NFDS; i++)
+        m->fds[i] = -1;
+}
+
+void nd_cm_msg_close_fds(struct nd_cm_msg *m)
+{
+    for (int i = 0; i < ND_CM_NFDS; i++)
+        if (m->fds[i] >= 0) {
+            close(m->fds[i]);
+            m->fds[i] = -1;
+        }
+}
+
 static void connector_wait(struct nd_ovobj *obj, nd_overlapped *ov);
 static const struct nd_ovobj_ops connector_ov_ops = { .wait = connector_wait };
 
@@ -94,7 +111,7 @@ ND_API nd_status nd_adapter_create_connector(nd_adapter *a, nd_port *port, nd_co
         return ND_NO_MEMORY;
     c->adapter = a;
     c->port_fd = c->sock = -1;
-    shm_msg_init(&c->msg, 0);
+    nd_cm_msg_init(&c->msg, 0);
     nd_ovobj_init(&c->ov, port, &connector_ov_ops);
     pthread_mutex_init(&c->lock, NULL);
     nd_adapter_ref(a);
@@ -151,29 +168,32 @@ static void close_sock(struct nd_connector *c)
     if (c->sock >= 0)
         close(c->sock);
     c->sock = -1;
+    c->doorbell = false;
 }
 
 /* The connection ended from the other side (DISC, or the socket closed). */
 static void peer_disconnected(struct nd_connector *c, struct nd_ovbatch *b)
 {
     if (c->qp)
-        shm_peer_gone(c->qp);
+        nd_qp_fail(c->qp, ND_CANCELED);
     c->state = ND_CS_PASSIVE_DISC;
     finish_kind(c, ND_CR_NOTIFY_DISC, ND_SUCCESS, b);
 }
 
-static void on_message(struct nd_connector *c, struct shm_msg *m, struct nd_ovbatch *b)
+static nd_status attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active);
+
+static void on_message(struct nd_connector *c, struct nd_cm_msg *m, struct nd_ovbatch *b)
 {
     switch (c->state) {
     case ND_CS_CONNECTING:
-        if (m->type == SHM_REP) {
-            shm_msg_close_fds(&c->msg);
+        if (m->type == ND_CM_REP) {
+            nd_cm_msg_close_fds(&c->msg);
             c->msg = *m;
             c->have_msg = true;
-            shm_msg_init(m, 0);
+            nd_cm_msg_init(m, 0);
             c->state = ND_CS_REP_RECEIVED;
             finish_kind(c, ND_CR_CONNECT, ND_SUCCESS, b);
-        } else if (m->type == SHM_REJ) {
+        } else if (m->type == ND_CM_REJ) {
             c->msg = *m;
             c->have_msg = true;
             close_sock(c);
@@ -184,25 +204,29 @@ static void on_message(struct nd_connector *c, struct shm_msg *m, struct nd_ovba
         }
         break;
     case ND_CS_ACCEPTING:
-        if (m->type == SHM_RTU) {
+        if (m->type == ND_CM_RTU && c->wire->attach_at_rtu && attach_qp(c, c->qp, false) != ND_SUCCESS) {
+            c->state = ND_CS_DISCONNECTED;
+            nd_qp_fail(c->qp, ND_CANCELED);
+            finish_kind(c, ND_CR_ACCEPT, ND_CONNECTION_ABORTED, b);
+        } else if (m->type == ND_CM_RTU) {
             c->state = ND_CS_CONNECTED;
             finish_kind(c, ND_CR_ACCEPT, ND_SUCCESS, b);
-        } else if (m->type == SHM_REJ) {
+        } else if (m->type == ND_CM_REJ) {
             c->state = ND_CS_DISCONNECTED;
             nd_qp_fail(c->qp, ND_CANCELED);
             finish_kind(c, ND_CR_ACCEPT, ND_CONNECTION_REFUSED, b);
-        } else if (m->type == SHM_DISC) {
+        } else if (m->type == ND_CM_DISC) {
             peer_disconnected(c, b);
             finish_kind(c, ND_CR_ACCEPT, ND_SUCCESS, b);
         }
         break;
     case ND_CS_CONNECTED:
-        if (m->type == SHM_DISC || m->type == SHM_REJ)
+        if (m->type == ND_CM_DISC || m->type == ND_CM_REJ)
             peer_disconnected(c, b);
         break;
     case ND_CS_REQ_RECEIVED:
     case ND_CS_REP_RECEIVED:
-        if (m->type == SHM_DISC || m->type == SHM_REJ) {
+        if (m->type == ND_CM_DISC || m->type == ND_CM_REJ) {
             c->aborted = true;          /* the peer gave up before we answered */
             close_sock(c);
         }
@@ -210,7 +234,7 @@ static void on_message(struct nd_connector *c, struct shm_msg *m, struct nd_ovba
     default:
         break;
     }
-    shm_msg_close_fds(m);
+    nd_cm_msg_close_fds(m);
 }
 
 /* The socket closed under us. */
@@ -241,13 +265,26 @@ static void on_eof(struct nd_connector *c, struct nd_ovbatch *b)
     }
 }
 
+static uint16_t expected_msg(const struct nd_connector *c)
+{
+    return c->state == ND_CS_CONNECTING ? ND_CM_REP : c->state == ND_CS_ACCEPTING ? ND_CM_RTU : 0;
+}
+
 /* Read whatever the peer sent (connector lock held). */
 static void connector_pump(struct nd_connector *c, struct nd_ovbatch *b)
 {
-    struct shm_msg m;
+    struct nd_cm_msg m;
 
     while (c->sock >= 0) {
-        nd_status st = shm_recv(c->sock, &m);
+        if (c->doorbell) {
+            uint64_t v;
+
+            /* The transport owns the connection now; its doorbell rings once, when the peer left. */
+            if (read(c->sock, &v, sizeof(v)) == (ssize_t)sizeof(v))
+                on_eof(c, b);
+            break;
+        }
+        nd_status st = c->wire->cm_recv(c->sock, &m, expected_msg(c));
 
         if (st == ND_PENDING)
             break;
@@ -273,6 +310,21 @@ static nd_status register_sock(struct nd_connector *c)
     nd_status st = nd_port_add_source(c->ov.port, c->sock, c, connector_on_signal, &c->port_source);
 
     c->registered = st == ND_SUCCESS;
+    return st;
+}
+
+/* Connect @qp through the connection's transport; it may swap the CM socket for its doorbell. */
+static nd_status attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active)
+{
+    int sock = c->sock;
+    nd_status st;
+
+    unregister_sock(c);
+    st = c->wire->attach(qp, &sock, c->pid, &c->msg, c->ird, c->ord, active);
+    c->doorbell = sock != c->sock;
+    c->sock = sock;
+    if (c->sock >= 0 && register_sock(c) != ND_SUCCESS && st == ND_SUCCESS)
+        st = ND_INSUFFICIENT_RESOURCES;
     return st;
 }
 
@@ -303,32 +355,58 @@ static uint32_t clamp(uint32_t v, uint32_t max)
     return v < max ? v : max;
 }
 
+/* Dial @dest with the first transport that serves it: shm when its listener is on this
+ * host, in this namespace, of our uid; iwarp otherwise. */
+static int dial(struct nd_connector *c, const struct sockaddr *dest)
+{
+    int fd = -ENOENT;
+
+    for (const struct nd_transport_ops *const *t = nd_transports; *t; t++) {
+        if (!nd_transport_enabled(*t))
+            continue;
+        fd = (*t)->cm_dial(dest, (const struct sockaddr *)&c->local, &c->pid);
+        if (fd != -ENOENT) {
+            c->wire = *t;
+            break;
+        }
+    }
+    return fd;
+}
+
+static nd_status dial_status(int err)
+{
+    switch (err) {
+    case -ECONNREFUSED: case -ENOENT: return ND_CONNECTION_REFUSED;
+    case -ETIMEDOUT: return ND_IO_TIMEOUT;
+    case -EHOSTUNREACH: return ND_HOST_UNREACHABLE;
+    case -ENETUNREACH: return ND_NETWORK_UNREACHABLE;
+    default: return ND_INSUFFICIENT_RESOURCES;
+    }
+}
+
 static nd_status start_connect(struct nd_connector *c, struct nd_qp *qp, const struct sockaddr *dest,
                                uint32_t ird, uint32_t ord, const void *pdata, uint32_t plen)
 {
-    struct shm_msg m;
+    struct nd_cm_msg m;
     nd_status st;
-    int fd = shm_dial(dest);
+    int fd = dial(c, dest);
 
     if (fd < 0)
-        return fd == -ECONNREFUSED || fd == -ENOENT ? ND_CONNECTION_REFUSED : ND_INSUFFICIENT_RESOURCES;
-    if (!shm_peer_same_user(fd, &c->pid)) {
-        close(fd);   /* another user's listener: no shared memory with it */
-        return ND_CONNECTION_REFUSED;
-    }
-    shm_msg_init(&m, SHM_REQ);
+        return dial_status(fd);
+    nd_cm_msg_init(&m, ND_CM_REQ);
     m.ird = clamp(ird, nd_limits.max_inbound_read_limit);
     m.ord = clamp(ord, nd_limits.max_outbound_read_limit);
     m.pdata_len = plen;
     if (plen)
         memcpy(m.pdata, pdata, plen);
     m.src = c->local;
-    st = shm_send(fd, &m, qp);
+    st = c->wire->cm_send(fd, &m, qp);
     if (st != ND_SUCCESS) {
         close(fd);
         return ND_CONNECTION_REFUSED;
     }
     c->sock = fd;
+    c->doorbell = false;
     memcpy(&c->peer, dest, nd_sockaddr_len(dest));
     c->ird = m.ird;
     c->ord = m.ord;
@@ -379,7 +457,7 @@ ND_API nd_status nd_connector_connect(nd_connector *c, nd_qp *qp, const struct s
 
 ND_API nd_status nd_connector_complete_connect(nd_connector *c, nd_overlapped *ov)
 {
-    struct shm_msg rtu;
+    struct nd_cm_msg rtu;
     nd_status st;
 
     if (!connector_valid(c))
@@ -396,10 +474,10 @@ ND_API nd_status nd_connector_complete_connect(nd_connector *c, nd_overlapped *o
         /* Our inbound limit is what the peer will read from us, and the reverse. */
         c->ird = clamp(c->ird, c->msg.ord);
         c->ord = clamp(c->ord, c->msg.ird);
-        st = shm_attach(c->qp, c->sock, c->pid, &c->msg, c->ird, c->ord);
-        shm_msg_init(&rtu, SHM_RTU);
+        st = attach_qp(c, c->qp, true);
+        nd_cm_msg_init(&rtu, ND_CM_RTU);
         if (st == ND_SUCCESS)
-            st = shm_send(c->sock, &rtu, NULL);
+            st = c->wire->cm_send(c->sock, &rtu, NULL);
         c->state = st == ND_SUCCESS ? ND_CS_CONNECTED : ND_CS_DISCONNECTED;
     }
     pthread_mutex_unlock(&c->lock);
@@ -408,10 +486,12 @@ ND_API nd_status nd_connector_complete_connect(nd_connector *c, nd_overlapped *o
 
 /* ---- the passive side ---- */
 
-void nd_connector_take_request(struct nd_connector *c, int sock, pid_t pid, struct shm_msg *req,
-                               const struct sockaddr_storage *local)
+void nd_connector_take_request(struct nd_connector *c, const struct nd_transport_ops *wire, int sock, pid_t pid,
+                               struct nd_cm_msg *req, const struct sockaddr_storage *local)
 {
     pthread_mutex_lock(&c->lock);
+    c->wire = wire;
+    c->doorbell = false;
     c->sock = sock;
     c->pid = pid;
     c->msg = *req;
@@ -428,7 +508,7 @@ void nd_connector_take_request(struct nd_connector *c, int sock, pid_t pid, stru
 ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, uint32_t ord, const void *pdata,
                                      uint32_t plen, nd_overlapped *ov)
 {
-    struct shm_msg rep;
+    struct nd_cm_msg rep;
     nd_status st;
 
     if (!connector_valid(c))
@@ -448,16 +528,17 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
     } else {
         c->ird = clamp(clamp(ird, nd_limits.max_inbound_read_limit), c->msg.ord);
         c->ord = clamp(clamp(ord, nd_limits.max_outbound_read_limit), c->msg.ird);
-        st = shm_attach(qp, c->sock, c->pid, &c->msg, c->ird, c->ord);
-        shm_msg_init(&rep, SHM_REP);
+        st = c->wire->attach_at_rtu ? ND_SUCCESS : attach_qp(c, qp, false);
+        nd_cm_msg_init(&rep, ND_CM_REP);
         rep.ird = c->ird;
         rep.ord = c->ord;
+        rep.xport_opts = c->msg.xport_opts;
         rep.pdata_len = plen;
         if (plen)
             memcpy(rep.pdata, pdata, plen);
         rep.src = c->local;
         if (st == ND_SUCCESS)
-            st = shm_send(c->sock, &rep, qp);
+            st = c->wire->cm_send(c->sock, &rep, qp);
         if (st == ND_SUCCESS) {
             nd_qp_ref(qp);
             c->qp = qp;
@@ -477,7 +558,7 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
 
 ND_API nd_status nd_connector_reject(nd_connector *c, const void *pdata, uint32_t plen)
 {
-    struct shm_msg rej;
+    struct nd_cm_msg rej;
     nd_status st = ND_SUCCESS;
 
     if (!connector_valid(c))
@@ -488,12 +569,14 @@ ND_API nd_status nd_connector_reject(nd_connector *c, const void *pdata, uint32_
         return ND_INVALID_PARAMETER_1;
     pthread_mutex_lock(&c->lock);
     if (c->state == ND_CS_REQ_RECEIVED || c->state == ND_CS_REP_RECEIVED) {
-        shm_msg_init(&rej, SHM_REJ);
+        nd_cm_msg_init(&rej, ND_CM_REJ);
         rej.pdata_len = plen;
+        rej.from_active = c->state == ND_CS_REP_RECEIVED;
+        rej.xport_opts = c->msg.xport_opts;
         if (plen)
             memcpy(rej.pdata, pdata, plen);
         if (c->sock >= 0)
-            shm_send(c->sock, &rej, NULL);
+            c->wire->cm_send(c->sock, &rej, NULL);
         close_sock(c);
         c->state = ND_CS_DISCONNECTED;
     } else {
@@ -631,11 +714,11 @@ ND_API nd_status nd_connector_notify_disconnect(nd_connector *c, nd_overlapped *
 /* Tear down (connector lock held): tell the peer, flush our QP, release waiters. */
 static void disconnect_locked(struct nd_connector *c, struct nd_ovbatch *b)
 {
-    struct shm_msg disc;
+    struct nd_cm_msg disc;
 
-    if (c->sock >= 0) {
-        shm_msg_init(&disc, SHM_DISC);
-        shm_send(c->sock, &disc, NULL);
+    if (c->sock >= 0 && !c->doorbell) {
+        nd_cm_msg_init(&disc, ND_CM_DISC);
+        c->wire->cm_send(c->sock, &disc, NULL);
     }
     if (c->qp)
         nd_qp_fail(c->qp, ND_CANCELED);
@@ -732,11 +815,13 @@ ND_API nd_status nd_connector_close(nd_connector *c)
     if (c->state == ND_CS_CONNECTED || c->state == ND_CS_ACCEPTING || c->state == ND_CS_PASSIVE_DISC)
         disconnect_locked(c, &b);   /* Release without Disconnect: an implicit one */
     else if (c->state == ND_CS_REQ_RECEIVED || c->state == ND_CS_REP_RECEIVED) {
-        struct shm_msg rej;
+        struct nd_cm_msg rej;
 
-        shm_msg_init(&rej, SHM_REJ);
+        nd_cm_msg_init(&rej, ND_CM_REJ);
+        rej.from_active = c->state == ND_CS_REP_RECEIVED;
+        rej.xport_opts = c->msg.xport_opts;
         if (c->sock >= 0)
-            shm_send(c->sock, &rej, NULL);
+            c->wire->cm_send(c->sock, &rej, NULL);
     }
     close_sock(c);
     c->magic = ND_MAGIC_DEAD;
@@ -744,7 +829,7 @@ ND_API nd_status nd_connector_close(nd_connector *c)
     nd_port_deliver(&b);
     if (c->qp)
         nd_qp_unref(c->qp);
-    shm_msg_close_fds(&c->msg);
+    nd_cm_msg_close_fds(&c->msg);
     if (c->port_fd >= 0)
         close(c->port_fd);
     pthread_mutex_destroy(&c->lock);

@@ -4,7 +4,7 @@
 #define ND_CM_INT_H
 
 #include "qp_int.h"
-#include "transports/shm/shm.h"
+#include "transport.h"
 
 enum nd_conn_state {
     ND_CS_IDLE, ND_CS_BOUND, ND_CS_CONNECTING, ND_CS_REP_RECEIVED, ND_CS_QUEUED,
@@ -22,12 +22,14 @@ struct nd_connector {
     enum nd_conn_state state;
     int port_fd;                    /* TCP socket bound to reserve our port */
     struct sockaddr_storage local, peer;
-    int sock;                       /* the connection's rendezvous socket, or -1 */
+    int sock;                       /* the connection's CM socket (or the transport's doorbell), or -1 */
+    const struct nd_transport_ops *wire;    /* the transport carrying this connection */
+    bool doorbell;                  /* sock is the transport's "peer left" eventfd */
     bool registered;
     uint32_t port_source;
     pid_t pid;
     struct nd_qp *qp;
-    struct shm_msg msg;             /* the peer's REQ, REP or REJ */
+    struct nd_cm_msg msg;             /* the peer's REQ, REP or REJ */
     bool have_msg, aborted;
     uint32_t ird, ord;              /* negotiated, our point of view */
 };
@@ -45,7 +47,7 @@ bool nd_connector_valid(const struct nd_connector *c);
 bool nd_connector_queue(struct nd_connector *c, struct nd_adapter *a);
 void nd_connector_unqueue(struct nd_connector *c);
 /* A listener hands over a request (its socket and REQ) to a queued connector. */
-void nd_connector_take_request(struct nd_connector *c, int sock, pid_t pid, struct shm_msg *req,
-                               const struct sockaddr_storage *local);
+void nd_connector_take_request(struct nd_connector *c, const struct nd_transport_ops *wire, int sock, pid_t pid,
+                               struct nd_cm_msg *req, const struct sockaddr_storage *local);
 
 #endif

@@ -113,6 +113,7 @@ struct nd_adapter {
     int ro_fd;                      /* our region re-opened read-only, for peers; -1 until needed */
     struct nd_peer_region *peers;   /* peers' regions mapped read-only, one per peer adapter */
     uint32_t npeers, cap_peers;
+    void *progress_engine;          /* iwarp's progress thread, started with the first connection */
 };
 
 bool nd_adapter_valid(const struct nd_adapter *a);

@@ -11,6 +11,10 @@ static const struct {
                       "log levels: LEVEL or SUBSYS:LEVEL,... (levels none error warn info debug "
                       "trace; subsystems core port cq mem srq addr shm iwarp cm)" },
     [ND_KNOB_LOG_FILE] = { "ND_LOG_FILE", "", "append log lines to this file instead of stderr" },
+    [ND_KNOB_TRANSPORT] = { "ND_TRANSPORT", "auto",
+                            "auto (shm for same-host peers of this uid, iwarp otherwise), shm or iwarp: "
+                            "connect and listen with this transport only" },
+    [ND_KNOB_IW_CRC] = { "ND_IWARP_CRC", "0", "1: ask iWARP peers for MPA CRC32c (it is on when either side asks)" },
 };
 
 const char *nd_env(enum nd_knob knob)

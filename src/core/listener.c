@@ -15,9 +15,10 @@
 enum { LS_IDLE, LS_BOUND, LS_LISTENING };
 
 struct incoming {
+    const struct nd_transport_ops *wire;
     int sock;
     pid_t pid;
-    struct shm_msg req;
+    struct nd_cm_msg req;
 };
 
 struct gcr {
@@ -32,9 +33,13 @@ struct nd_listener {
     pthread_mutex_t lock;
     int state;
     struct sockaddr_storage addr;
-    int port_fd, ufd;
-    bool registered;
-    uint32_t port_source;
+    int port_fd;
+    struct endpoint {               /* one per transport we listen with */
+        const struct nd_transport_ops *wire;
+        int fd;
+        uint32_t port_source;
+    } ep[4];
+    uint32_t nep;
     uint32_t backlog;
     struct incoming *in;
     uint32_t nin, capin;
@@ -64,7 +69,7 @@ ND_API nd_status nd_adapter_create_listener(nd_adapter *a, nd_port *port, nd_lis
     if (!l)
         return ND_NO_MEMORY;
     l->adapter = a;
-    l->port_fd = l->ufd = -1;
+    l->port_fd = -1;
     nd_ovobj_init(&l->ov, port, &listener_ov_ops);
     pthread_mutex_init(&l->lock, NULL);
     nd_adapter_ref(a);
@@ -92,49 +97,61 @@ ND_API nd_status nd_listener_bind(nd_listener *l, const struct sockaddr *addr, u
     return st;
 }
 
-static void reject_and_close(int sock)
+static void reject_and_close(const struct nd_transport_ops *wire, int sock)
 {
-    struct shm_msg rej;
+    struct nd_cm_msg rej;
 
-    shm_msg_init(&rej, SHM_REJ);
-    shm_send(sock, &rej, NULL);
+    nd_cm_msg_init(&rej, ND_CM_REJ);
+    wire->cm_send(sock, &rej, NULL);
     close(sock);
 }
 
-/* Read the REQ an accepted connection carries; the dialer sends it right after connect. */
-static bool read_request(int sock, struct incoming *in)
+/* Read the REQ an accepted connection carries; the dialer sends it right after connect.
+ * Bounded: a peer that connects and says nothing costs at most REQ_WAIT_MS. */
+#define REQ_WAIT_MS 1000
+static bool read_request(struct incoming *in)
 {
-    struct pollfd pfd = { .fd = sock, .events = POLLIN };
+    struct pollfd pfd = { .fd = in->sock, .events = POLLIN };
+    uint64_t deadline = nd_now_ns() + REQ_WAIT_MS * 1000000ull;
 
-    if (poll(&pfd, 1, 1000) != 1 || shm_recv(sock, &in->req) != ND_SUCCESS)
-        return false;
-    if (in->req.type != SHM_REQ) {
-        shm_msg_close_fds(&in->req);
-        return false;
+    for (;;) {
+        nd_status st = in->wire->cm_recv(in->sock, &in->req, ND_CM_REQ);
+        uint64_t now = nd_now_ns();
+
+        if (st == ND_SUCCESS && in->req.type == ND_CM_REQ)
+            return true;
+        if (st == ND_SUCCESS)
+            nd_cm_msg_close_fds(&in->req);
+        if (st != ND_PENDING || now >= deadline)
+            return false;
+        if (poll(&pfd, 1, (int)((deadline - now) / 1000000 + 1)) < 0 && errno != EINTR)
+            return false;
     }
-    return true;
 }
 
 static void accept_all(struct nd_listener *l)
 {
-    for (;;) {
-        struct incoming in = { 0 };
-        int sock = shm_accept(l->ufd);
+    for (uint32_t e = 0; e < l->nep; e++) {
+        for (;;) {
+            struct incoming in = { .wire = l->ep[e].wire };
+            int sock = in.wire->cm_accept(l->ep[e].fd, &in.pid);
 
-        if (sock < 0)
-            break;
-        in.sock = sock;
-        if (!shm_peer_same_user(sock, &in.pid) || !read_request(sock, &in)) {
-            close(sock);
-            continue;
+            if (sock < 0)
+                break;
+            in.sock = sock;
+            nd_cm_msg_init(&in.req, 0);
+            if (!read_request(&in)) {
+                close(sock);
+                continue;
+            }
+            if ((l->backlog && l->nin >= l->backlog) ||
+                (l->nin == l->capin && !(l->in = realloc(l->in, (l->capin = l->capin * 2 + 8) * sizeof(*l->in))))) {
+                nd_cm_msg_close_fds(&in.req);
+                reject_and_close(in.wire, sock);     /* over the backlog: ND_CONNECTION_REFUSED at the peer */
+                continue;
+            }
+            l->in[l->nin++] = in;
         }
-        if ((l->backlog && l->nin >= l->backlog) ||
-            (l->nin == l->capin && !(l->in = realloc(l->in, (l->capin = l->capin * 2 + 8) * sizeof(*l->in))))) {
-            shm_msg_close_fds(&in.req);
-            reject_and_close(sock);     /* over the backlog: ND_CONNECTION_REFUSED at the peer */
-            continue;
-        }
-        l->in[l->nin++] = in;
     }
 }
 
@@ -147,7 +164,7 @@ static void match(struct nd_listener *l, struct nd_ovbatch *b)
 
         memmove(l->in, l->in + 1, --l->nin * sizeof(*l->in));
         memmove(l->g, l->g + 1, --l->ng * sizeof(*l->g));
-        nd_connector_take_request(g.c, in.sock, in.pid, &in.req, &l->addr);
+        nd_connector_take_request(g.c, in.wire, in.sock, in.pid, &in.req, &l->addr);
         nd_ov_remove(&l->ov, g.ov);
         nd_ov_finish(g.ov, ND_SUCCESS, 0, b);
     }
@@ -175,18 +192,55 @@ static void listener_wait(struct nd_ovobj *obj, nd_overlapped *ov)
     struct nd_ovbatch b;
 
     while (nd_ov_is_pending(ov)) {
-        struct pollfd pfd = { .fd = -1, .events = POLLIN };
+        struct pollfd pfd[4];
+        uint32_t n = 0;
 
         nd_ovbatch_init(&b, l->ov.port);
         pthread_mutex_lock(&l->lock);
         listener_pump(l, &b);
-        pfd.fd = l->ufd;
+        for (; n < l->nep; n++)
+            pfd[n] = (struct pollfd){ .fd = l->ep[n].fd, .events = POLLIN };
         pthread_mutex_unlock(&l->lock);
         nd_port_deliver(&b);
         if (!nd_ov_is_pending(ov))
             break;
-        poll(&pfd, pfd.fd >= 0 ? 1 : 0, 10);
+        poll(pfd, n, 10);
     }
+}
+
+static void close_endpoints(struct nd_listener *l)
+{
+    for (uint32_t i = 0; i < l->nep; i++) {
+        nd_port_del_source(l->ov.port, l->ep[i].port_source, l->ep[i].fd);
+        close(l->ep[i].fd);
+    }
+    l->nep = 0;
+}
+
+/* Listen with every enabled transport: shm's rendezvous and iwarp's TCP port. */
+static nd_status open_endpoints(struct nd_listener *l, uint32_t backlog)
+{
+    for (const struct nd_transport_ops *const *t = nd_transports; *t; t++) {
+        struct endpoint *ep = &l->ep[l->nep];
+        nd_status st;
+
+        if (!nd_transport_enabled(*t))
+            continue;
+        ep->wire = *t;
+        ep->fd = (*t)->cm_listen((struct sockaddr *)&l->addr, l->port_fd, (int)(backlog ? backlog : SOMAXCONN));
+        if (ep->fd < 0) {
+            close_endpoints(l);
+            return ep->fd == -EADDRINUSE ? STATUS_ADDRESS_ALREADY_ASSOCIATED : ND_INSUFFICIENT_RESOURCES;
+        }
+        st = nd_port_add_source(l->ov.port, ep->fd, l, listener_on_signal, &ep->port_source);
+        if (st != ND_SUCCESS) {
+            close(ep->fd);
+            close_endpoints(l);
+            return st;
+        }
+        l->nep++;
+    }
+    return ND_SUCCESS;
 }
 
 ND_API nd_status nd_listener_listen(nd_listener *l, uint32_t backlog)
@@ -198,20 +252,9 @@ ND_API nd_status nd_listener_listen(nd_listener *l, uint32_t backlog)
     pthread_mutex_lock(&l->lock);
     if (l->state != LS_BOUND) {
         st = ND_INVALID_DEVICE_STATE;
-    } else {
-        l->ufd = shm_listen((struct sockaddr *)&l->addr, (int)(backlog ? backlog : SOMAXCONN));
-        if (l->ufd < 0) {
-            st = l->ufd == -EADDRINUSE ? STATUS_ADDRESS_ALREADY_ASSOCIATED : ND_INSUFFICIENT_RESOURCES;
-            l->ufd = -1;
-        } else if ((st = nd_port_add_source(l->ov.port, l->ufd, l, listener_on_signal, &l->port_source)) ==
-                   ND_SUCCESS) {
-            l->registered = true;
-            l->backlog = backlog;
-            l->state = LS_LISTENING;
-        } else {
-            close(l->ufd);
-            l->ufd = -1;
-        }
+    } else if ((st = open_endpoints(l, backlog)) == ND_SUCCESS) {
+        l->backlog = backlog;
+        l->state = LS_LISTENING;
     }
     pthread_mutex_unlock(&l->lock);
     return st;
@@ -312,14 +355,11 @@ ND_API nd_status nd_listener_close(nd_listener *l)
     nd_ovbatch_init(&b, l->ov.port);
     pthread_mutex_lock(&l->lock);
     cancel_all(l, &b);
-    if (l->registered)
-        nd_port_del_source(l->ov.port, l->port_source, l->ufd);
+    close_endpoints(l);
     for (uint32_t i = 0; i < l->nin; i++) {
-        shm_msg_close_fds(&l->in[i].req);
-        reject_and_close(l->in[i].sock);
+        nd_cm_msg_close_fds(&l->in[i].req);
+        reject_and_close(l->in[i].wire, l->in[i].sock);
     }
-    if (l->ufd >= 0)
-        close(l->ufd);
     if (l->port_fd >= 0)
         close(l->port_fd);
     l->magic = ND_MAGIC_DEAD;

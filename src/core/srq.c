@@ -335,6 +335,21 @@ void nd_srq_export(nd_srq *s, struct nd_srq_fds *out)
     out->max_sge = s->max_sge;
 }
 
+uint32_t nd_srq_max_sge(nd_srq *s)
+{
+    return s->max_sge;
+}
+
+void nd_srq_view(nd_srq *s, struct nd_srq_view *v)
+{
+    v->region = s->region;
+    v->layout = s->layout;
+    v->ctl = s->ctl;
+    v->ring = s->ring;
+    v->entries = s->entries;
+    v->max_sge = s->max_sge;
+}
+
 uint32_t nd_srq_entries(nd_srq *s)
 {
     return s->entries;

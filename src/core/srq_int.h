@@ -46,6 +46,17 @@ struct nd_srq_fds {
 /* For a connection: the region's descriptor and geometry. */
 void nd_srq_export(nd_srq *srq, struct nd_srq_fds *out);
 uint32_t nd_srq_entries(nd_srq *srq);
+uint32_t nd_srq_max_sge(nd_srq *srq);
+
+/* The SRQ's region as a local transport claims from it (the way a same-host peer does). */
+struct nd_srq_view {
+    uint8_t *region;
+    struct nd_srq_layout layout;
+    struct nd_srq_ctl *ctl;
+    const uint32_t *ring;
+    uint32_t entries, max_sge;
+};
+void nd_srq_view(nd_srq *srq, struct nd_srq_view *v);
 /* Is @srq a live SRQ of adapter @a? */
 bool nd_srq_valid_of(const nd_srq *srq, const struct nd_adapter *a);
 void nd_srq_attach_qp(nd_srq *srq, int delta);

@@ -1,9 +1,21 @@
 // SPDX-License-Identifier: MIT
 #include "transport.h"
+#include "env.h"
 #include "transports/shm/shm.h"
+#include "transports/iwarp/iwarp.h"
 
-/* Transports register here, in the order the core tries them. */
+#include <string.h>
+
+/* Transports register here, in the order the core tries them: shm serves what it can. */
 const struct nd_transport_ops *const nd_transports[] = {
     &shm_transport,
+    &iwarp_transport,
     NULL,
 };
+
+bool nd_transport_enabled(const struct nd_transport_ops *t)
+{
+    const char *want = nd_env(ND_KNOB_TRANSPORT);
+
+    return !strcmp(want, "auto") || !strcmp(want, t->name);
+}

@@ -3,15 +3,40 @@
  * The transport boundary. A transport moves bytes between two queue pairs; the core owns
  * objects, queues, tokens, CQ rings and connection state. Each transport is one const
  * table of these operations, filled with designated initialisers and listed in
- * transport.c. Every operation is called with the QP lock held.
+ * transport.c. Data operations are called with the QP lock held; connection operations
+ * with the connector's or listener's lock held.
  */
 #ifndef ND_TRANSPORT_H
 #define ND_TRANSPORT_H
 
 #include "qp_int.h"
+#include "cm_msg.h"
 
 struct nd_transport_ops {
     const char *name;               /* "shm", "iwarp": selection and nd_info */
+
+    /* ---- connection management, driven by cm.c and listener.c ---- */
+    /* Start listening on @addr, whose port @port_fd holds; returns a descriptor the
+     * listener owns and the port watches, or a negative errno. */
+    int (*cm_listen)(const struct sockaddr *addr, int port_fd, int backlog);
+    /* Take one waiting connection (non-blocking): its socket, or -1. */
+    int (*cm_accept)(int listen_fd, pid_t *pid);
+    /* Open a connection to @dest's listener from @local. Returns its socket, or a
+     * negative errno: -ENOENT when this transport does not serve @dest (try the next). */
+    int (*cm_dial)(const struct sockaddr *dest, const struct sockaddr *local, pid_t *pid);
+    /* Send @m; REQ and REP describe @qp where the transport needs it. */
+    nd_status (*cm_send)(int sock, struct nd_cm_msg *m, struct nd_qp *qp);
+    /* Read the next message: ND_SUCCESS, ND_PENDING (nothing yet) or ND_CONNECTION_ABORTED.
+     * @expect is the type the connector waits for (0 when only the peer leaving is news). */
+    nd_status (*cm_recv)(int sock, struct nd_cm_msg *m, uint16_t expect);
+    /* Connect @qp to the peer @m describes (its REQ or REP). From here on the transport may
+     * own *sock: it may swap in a doorbell descriptor that turns readable (eventfd) when
+     * the peer leaves. */
+    nd_status (*attach)(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
+                        bool active);
+    bool attach_at_rtu;             /* the passive side attaches when the RTU arrives, not at Accept */
+
+    /* ---- data ---- */
     /* Carry out initiator request @wr (recorded in qp->sq); complete it now or later
      * with nd_qp_complete_initiator, in index order. */
     void (*post)(struct nd_qp *qp, const struct nd_wr *wr);
@@ -24,9 +49,14 @@ struct nd_transport_ops {
     void (*shutdown)(struct nd_qp *qp, nd_status why);
     /* Release the connection's resources (the QP is being destroyed). */
     void (*destroy)(struct nd_qp *qp);
+    /* The adapter goes away: stop anything the transport runs for it. */
+    void (*adapter_close)(struct nd_adapter *a);
 };
 
 /* The registered transports, in selection order; NULL-terminated. */
 extern const struct nd_transport_ops *const nd_transports[];
+
+/* Is @t allowed by ND_TRANSPORT (auto, shm or iwarp)? */
+bool nd_transport_enabled(const struct nd_transport_ops *t);
 
 #endif

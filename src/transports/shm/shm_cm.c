@@ -26,25 +26,8 @@ struct shm_wire {
     uint32_t family;
     uint16_t port;
     uint8_t addr[16];
-    uint8_t pdata[SHM_MAX_PDATA];
+    uint8_t pdata[ND_CM_MAX_PDATA];
 };
-
-void shm_msg_init(struct shm_msg *m, uint16_t type)
-{
-    memset(m, 0, sizeof(*m));
-    m->type = type;
-    for (int i = 0; i < SHM_NFDS; i++)
-        m->fds[i] = -1;
-}
-
-void shm_msg_close_fds(struct shm_msg *m)
-{
-    for (int i = 0; i < SHM_NFDS; i++)
-        if (m->fds[i] >= 0) {
-            close(m->fds[i]);
-            m->fds[i] = -1;
-        }
-}
 
 /* "\0netdirect/<addr>/<port>": abstract names live in the network namespace, like addresses. */
 static socklen_t rendezvous_name(const struct sockaddr *sa, struct sockaddr_un *un)
@@ -163,14 +146,14 @@ static void decode_addr(const struct shm_wire *w, struct sockaddr_storage *ss)
     }
 }
 
-nd_status shm_send(int sock, struct shm_msg *m, struct nd_qp *qp)
+nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
 {
     struct shm_wire w = { .magic = SHM_MAGIC, .version = SHM_VERSION, .type = m->type, .ird = m->ird,
                           .ord = m->ord, .pdata_len = m->pdata_len };
-    union { char buf[CMSG_SPACE(sizeof(int) * SHM_NFDS)]; struct cmsghdr align; } cbuf;
+    union { char buf[CMSG_SPACE(sizeof(int) * ND_CM_NFDS)]; struct cmsghdr align; } cbuf;
     struct iovec iov = { &w, sizeof(w) };
     struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-    int fds[SHM_NFDS], ro_fd = -1;
+    int fds[ND_CM_NFDS], ro_fd = -1;
     ssize_t n;
 
     memcpy(w.pdata, m->pdata, m->pdata_len);
@@ -216,7 +199,7 @@ nd_status shm_send(int sock, struct shm_msg *m, struct nd_qp *qp)
 }
 
 /* Keep exactly the descriptors a message of this type carries; close anything else. */
-static bool take_fds(struct msghdr *mh, struct shm_msg *m, bool want)
+static bool take_fds(struct msghdr *mh, struct nd_cm_msg *m, bool want)
 {
     bool ok = !want;
 
@@ -227,7 +210,7 @@ static bool take_fds(struct msghdr *mh, struct shm_msg *m, bool want)
         int fds[16];
 
         memcpy(fds, CMSG_DATA(c), (n < 16 ? n : 16) * sizeof(int));
-        if (want && n == SHM_NFDS && !ok) {
+        if (want && n == ND_CM_NFDS && !ok) {
             memcpy(m->fds, fds, sizeof(m->fds));
             ok = true;
             continue;
@@ -238,7 +221,7 @@ static bool take_fds(struct msghdr *mh, struct shm_msg *m, bool want)
     return ok;
 }
 
-nd_status shm_recv(int sock, struct shm_msg *m)
+nd_status shm_recv(int sock, struct nd_cm_msg *m)
 {
     union { char buf[CMSG_SPACE(sizeof(int) * 16)]; struct cmsghdr align; } cbuf;
     struct shm_wire w;
@@ -252,16 +235,16 @@ nd_status shm_recv(int sock, struct shm_msg *m)
     while (n < 0 && errno == EINTR);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return ND_PENDING;
-    shm_msg_init(m, 0);
+    nd_cm_msg_init(m, 0);
     if (n <= 0) {
         take_fds(&mh, m, false);
         return ND_CONNECTION_ABORTED;
     }
-    bool carries_qp = n == (ssize_t)sizeof(w) && (w.type == SHM_REQ || w.type == SHM_REP);
+    bool carries_qp = n == (ssize_t)sizeof(w) && (w.type == ND_CM_REQ || w.type == ND_CM_REP);
     if (!take_fds(&mh, m, carries_qp) || n != (ssize_t)sizeof(w) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-        w.magic != SHM_MAGIC || w.version != SHM_VERSION || w.type < SHM_REQ || w.type > SHM_DISC ||
-        w.pdata_len > SHM_MAX_PDATA) {
-        shm_msg_close_fds(m);
+        w.magic != SHM_MAGIC || w.version != SHM_VERSION || w.type < ND_CM_REQ || w.type > ND_CM_DISC ||
+        w.pdata_len > ND_CM_MAX_PDATA) {
+        nd_cm_msg_close_fds(m);
         nd_log(ND_LOG_WARN, ND_SUB_SHM, "malformed CM message from peer (%zd bytes)", n);
         return ND_CONNECTION_ABORTED;
     }
@@ -279,4 +262,44 @@ nd_status shm_recv(int sock, struct shm_msg *m)
     m->srq_entries = w.srq_entries;
     m->srq_max_sge = w.srq_max_sge;
     return ND_SUCCESS;
+}
+
+/* ---- the transport's connection operations ---- */
+
+int shm_cm_listen(const struct sockaddr *addr, int port_fd, int backlog)
+{
+    return shm_listen(addr, backlog);
+}
+
+/* Only peers of our uid get a shared-memory connection; others are turned away here and
+ * reach the listener over TCP (iwarp) instead. */
+int shm_cm_accept(int listen_fd, pid_t *pid)
+{
+    for (;;) {
+        int fd = shm_accept(listen_fd);
+
+        if (fd < 0)
+            return -1;
+        if (shm_peer_same_user(fd, pid))
+            return fd;
+        close(fd);
+    }
+}
+
+int shm_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t *pid)
+{
+    int fd = shm_dial(dest);
+
+    if (fd == -ECONNREFUSED || fd == -ENOENT)
+        return -ENOENT;     /* nobody serves @dest on this host in this namespace */
+    if (fd >= 0 && !shm_peer_same_user(fd, pid)) {
+        close(fd);          /* another user's listener: no shared memory with it */
+        return -ENOENT;
+    }
+    return fd;
+}
+
+nd_status shm_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect)
+{
+    return shm_recv(sock, m);
 }

@@ -431,8 +431,21 @@ static void shm_destroy(struct nd_qp *qp)
     qp->conn = NULL;
 }
 
+static nd_status shm_cm_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird,
+                               uint32_t ord, bool active)
+{
+    return shm_attach(qp, *sock, pid, m, ird, ord);
+}
+
 const struct nd_transport_ops shm_transport = {
     .name = "shm",
+    .cm_listen = shm_cm_listen,
+    .cm_accept = shm_cm_accept,
+    .cm_dial = shm_cm_dial,
+    .cm_send = shm_send,
+    .cm_recv = shm_cm_recv,
+    .attach = shm_cm_attach,
+    .attach_at_rtu = false,
     .post = shm_post,
     .recv_posted = shm_recv_posted,
     .progress = shm_progress,
@@ -451,14 +464,14 @@ static void *map_fd(int fd, size_t size, int prot)
     return p == MAP_FAILED ? NULL : p;
 }
 
-static bool geometry_ok(const struct shm_msg *m)
+static bool geometry_ok(const struct nd_cm_msg *m)
 {
     return m->rq_entries && !(m->rq_entries & (m->rq_entries - 1)) && m->rq_entries <= 65536 &&
            m->max_sge >= 1 && m->max_sge <= nd_limits.max_receive_sge && m->slot_size == ND_SLOT_SIZE &&
            m->arm_slot < ND_MAX_CQS_PER_ADAPTER && m->iarm_slot < ND_MAX_CQS_PER_ADAPTER;
 }
 
-nd_status shm_attach(struct nd_qp *qp, int sock, pid_t pid, struct shm_msg *m, uint32_t ird, uint32_t ord)
+nd_status shm_attach(struct nd_qp *qp, int sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord)
 {
     struct shm_conn *c = calloc(1, sizeof(*c));
 
@@ -519,7 +532,7 @@ err:
             munmap(c->psrq, c->psl.size);
         free(c);
     }
-    shm_msg_close_fds(m);
+    nd_cm_msg_close_fds(m);
     return ND_CONNECTION_ABORTED;
 }
 

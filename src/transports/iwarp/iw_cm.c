@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+/*
+ * iwarp connection set-up: TCP, then the MPA request/reply of RFC 5044 with the RFC 6581
+ * block (spec/iwarp-wire.md §2). We always send revision 2 with the block, offer
+ * peer-to-peer with a zero-length Write as RTR (it doubles as ND's RTU), never markers,
+ * and CRC only when asked (ND_IWARP_CRC) or when the peer asks. Frames are read with
+ * MSG_PEEK and consumed exactly, so an FPDU right behind a Reply stays in the socket for
+ * the data path (iwarp-wire.md §10.2).
+ */
+#include "iwarp.h"
+#include "core/env.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define DIAL_TIMEOUT_MS 3000        /* TCP connect: the SYN retries beyond this are not worth waiting for */
+
+static void tune(int fd)
+{
+    int one = 1;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int iw_cm_listen(const struct sockaddr *addr, int port_fd, int backlog)
+{
+    int fd;
+
+    if (listen(port_fd, backlog) < 0)
+        return -errno;
+    fd = fcntl(port_fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
+}
+
+int iw_cm_accept(int listen_fd, pid_t *pid)
+{
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+    if (fd < 0)
+        return -1;
+    tune(fd);
+    *pid = 0;
+    return fd;
+}
+
+int iw_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t *pid)
+{
+    struct sockaddr_storage from;
+    struct pollfd pfd;
+    socklen_t len = sizeof(int);
+    int fd = socket(dest->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), err = 0;
+
+    if (fd < 0)
+        return -errno;
+    *pid = 0;
+    tune(fd);
+    if (local && local->sa_family == dest->sa_family) {
+        /* From the connector's address; the port is TCP's choice (the connector's own port
+         * stays reserved by its bound socket). */
+        memcpy(&from, local, dest->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+        if (from.ss_family == AF_INET)
+            ((struct sockaddr_in *)&from)->sin_port = 0;
+        else
+            ((struct sockaddr_in6 *)&from)->sin6_port = 0;
+        bind(fd, (struct sockaddr *)&from, from.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                                     : sizeof(struct sockaddr_in6));
+    }
+    if (connect(fd, dest, dest->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) == 0)
+        return fd;
+    if (errno != EINPROGRESS) {
+        err = errno;
+        goto fail;
+    }
+    pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
+    if (poll(&pfd, 1, DIAL_TIMEOUT_MS) != 1) {
+        err = ETIMEDOUT;
+        goto fail;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+        err = errno;
+    if (!err)
+        return fd;
+fail:
+    close(fd);
+    return -err;
+}
+
+static bool want_crc(void)
+{
+    return !strcmp(nd_env(ND_KNOB_IW_CRC), "1");
+}
+
+static nd_status send_frame(int sock, const struct mpa_frame *f)
+{
+    uint8_t buf[MPA_FRAME_HDR + MPA_MAX_PD_TX];
+    size_t n = mpa_encode(buf, sizeof(buf), f);
+    ssize_t w;
+
+    if (!n)
+        return ND_INVALID_BUFFER_SIZE;
+    do
+        w = send(sock, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (w < 0 && errno == EINTR);
+    return w == (ssize_t)n ? ND_SUCCESS : ND_CONNECTION_ABORTED;
+}
+
+/* The Reply's RFC 6581 words: our limits, P2P echoed with one RTR type chosen. */
+static void reply_block(const struct nd_cm_msg *m, struct mpa_frame *f)
+{
+    uint32_t o = m->xport_opts;
+
+    f->ird_word = (uint16_t)(m->ird & MPA_V2_VALUE);
+    f->ord_word = (uint16_t)(m->ord & MPA_V2_VALUE);
+    if (o & IW_OPT_P2P) {
+        f->ird_word |= MPA_V2_P2P;
+        f->ord_word |= (o & IW_OPT_RTR_WRITE) || !(o & IW_OPT_RTR_READ) ? MPA_V2_RTR_WRITE : MPA_V2_RTR_READ;
+    }
+}
+
+nd_status iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
+{
+    struct mpa_frame f = { .rev = 2, .enhanced = true, .app = m->pdata, .app_len = (uint16_t)m->pdata_len };
+    uint32_t o = m->xport_opts;
+
+    switch (m->type) {
+    case ND_CM_REQ:
+        f.flags = want_crc() ? MPA_FLAG_CRC : 0;
+        f.ird_word = (uint16_t)((m->ird & MPA_V2_VALUE) | MPA_V2_P2P);
+        f.ord_word = (uint16_t)((m->ord & MPA_V2_VALUE) | MPA_V2_RTR_WRITE);
+        return send_frame(sock, &f);
+    case ND_CM_REP:
+    case ND_CM_REJ:
+        if (m->type == ND_CM_REJ && m->from_active)
+            return ND_SUCCESS;      /* MPA has no initiator reject: closing the socket says it */
+        f.reply = true;
+        f.rev = o & IW_OPT_REV1 ? 1 : 2;
+        f.enhanced = f.rev == 2 && (o & IW_OPT_ENHANCED);
+        /* CRC is on when either side asks; the Reply's bit is final. */
+        f.flags = (o & IW_OPT_CRC) || want_crc() ? MPA_FLAG_CRC : 0;
+        if (m->type == ND_CM_REJ)
+            f.flags |= MPA_FLAG_REJECT;
+        else
+            reply_block(m, &f);
+        return send_frame(sock, &f);
+    default:
+        return ND_SUCCESS;          /* RTU is the RTR frame iw_attach sends; DISC is the FIN */
+    }
+}
+
+static uint32_t opts_of(const struct mpa_frame *f)
+{
+    uint32_t o = 0;
+
+    if (f->flags & MPA_FLAG_CRC)
+        o |= IW_OPT_CRC;
+    if (f->rev == 1)
+        o |= IW_OPT_REV1;
+    if (f->enhanced) {
+        o |= IW_OPT_ENHANCED;
+        if (f->ird_word & MPA_V2_P2P)
+            o |= IW_OPT_P2P;
+        if (f->ord_word & MPA_V2_RTR_WRITE)
+            o |= IW_OPT_RTR_WRITE;
+        if (f->ord_word & MPA_V2_RTR_READ)
+            o |= IW_OPT_RTR_READ;
+    }
+    return o;
+}
+
+static nd_status recv_frame(int sock, struct nd_cm_msg *m, bool reply)
+{
+    uint8_t buf[MPA_FRAME_HDR + MPA_MAX_PD_RX];
+    struct mpa_frame f;
+    ssize_t n = recv(sock, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+    int len;
+
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? ND_PENDING : ND_CONNECTION_ABORTED;
+    if (n == 0)
+        return ND_CONNECTION_ABORTED;
+    len = mpa_parse(buf, (size_t)n, reply, &f);
+    if (len == MPA_NEED_MORE)
+        return ND_PENDING;
+    if (len < 0 || f.app_len > ND_CM_MAX_PDATA) {
+        nd_log(ND_LOG_INFO, ND_SUB_IWARP, "bad MPA %s from peer", reply ? "reply" : "request");
+        return ND_CONNECTION_ABORTED;
+    }
+    if (recv(sock, buf, (size_t)len, MSG_DONTWAIT) != len)
+        return ND_CONNECTION_ABORTED;
+    nd_cm_msg_init(m, reply ? (f.flags & MPA_FLAG_REJECT ? ND_CM_REJ : ND_CM_REP) : ND_CM_REQ);
+    /* Without the block (revision 1) the peer's limits are unknown: one Read each way. */
+    m->ird = f.enhanced ? f.ird_word & MPA_V2_VALUE : 1;
+    m->ord = f.enhanced ? f.ord_word & MPA_V2_VALUE : 1;
+    m->xport_opts = opts_of(&f);
+    m->pdata_len = f.app_len;
+    memcpy(m->pdata, f.app, f.app_len);
+    if (!reply) {
+        socklen_t sl = sizeof(m->src);
+
+        getpeername(sock, (struct sockaddr *)&m->src, &sl);
+    }
+    return ND_SUCCESS;
+}
+
+nd_status iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect)
+{
+    uint8_t b;
+    ssize_t n;
+
+    if (expect == ND_CM_REQ || expect == ND_CM_REP)
+        return recv_frame(sock, m, expect == ND_CM_REP);
+    n = recv(sock, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? ND_PENDING : ND_CONNECTION_ABORTED;
+    if (n == 0) {
+        /* An orderly close before the first FPDU: the peer gave up (an initiator's Reject). */
+        nd_cm_msg_init(m, ND_CM_REJ);
+        return ND_SUCCESS;
+    }
+    if (expect != ND_CM_RTU)
+        return ND_PENDING;          /* data before we accepted: it waits in the socket */
+    /* The first FPDU (the RTR frame from a netdirect peer, anything from others) is left
+     * for the data path: its arrival is the RTU. */
+    nd_cm_msg_init(m, ND_CM_RTU);
+    return ND_SUCCESS;
+}
+
+static uint32_t path_fpdu_max(int sock)
+{
+    int mss = 0;
+    socklen_t len = sizeof(mss);
+    uint32_t max = (2 + IW_FPDU_MAX_ULPDU + 3 + 4) & ~7u;
+
+    if (getsockopt(sock, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss < 256)
+        mss = 1448;
+    return (uint32_t)mss < max ? (uint32_t)mss & ~7u : max;
+}
+
+nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
+                    bool active)
+{
+    struct iw_conn *c = calloc(1, sizeof(*c));
+    nd_status st = ND_NO_MEMORY;
+    int bell;
+
+    if (!c)
+        return st;
+    pthread_mutex_lock(&qp->lock);
+    st = iw_conn_init(c, qp);
+    pthread_mutex_unlock(&qp->lock);
+    if (st != ND_SUCCESS) {
+        free(c);
+        return st;
+    }
+    c->doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    bell = c->doorbell >= 0 ? fcntl(c->doorbell, F_DUPFD_CLOEXEC, 0) : -1;
+    if (bell < 0) {
+        iw_conn_free(c);
+        return ND_INSUFFICIENT_RESOURCES;
+    }
+    c->sock = *sock;
+    c->crc = (m->xport_opts & IW_OPT_CRC) || want_crc();
+    c->ird = ird;
+    c->ord = ord;
+    c->fpdu_max = path_fpdu_max(c->sock);
+    nd_qp_set_connected(qp, &iwarp_transport, c);
+    st = iw_engine_add(qp->adapter, c);
+    if (st != ND_SUCCESS) {
+        close(bell);
+        pthread_mutex_lock(&qp->lock);
+        c->sock = -1;           /* still the connector's: it closes it */
+        nd_qp_fail_locked(qp, ND_CANCELED);
+        pthread_mutex_unlock(&qp->lock);
+        return st;     /* the QP owns the connection now; its destroy frees it */
+    }
+    *sock = bell;
+    pthread_mutex_lock(&qp->lock);
+    if (active && (m->xport_opts & IW_OPT_P2P))
+        iw_send_rtr(c);
+    iw_rx_pump(c);      /* anything that arrived with the Reply or the RTR */
+    pthread_mutex_unlock(&qp->lock);
+    nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "QP %p connected (%s, CRC %s, FPDU %u bytes, IRD %u ORD %u)", (void *)qp,
+           active ? "active" : "passive", c->crc ? "on" : "off", c->fpdu_max, ird, ord);
+    return ND_SUCCESS;
+}

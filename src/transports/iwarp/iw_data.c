@@ -1,0 +1,929 @@
+// SPDX-License-Identifier: MIT
+/*
+ * iwarp data path (spec/iwarp-wire.md §3-§6). Initiator requests are framed into FPDUs
+ * no larger than the path MSS and written with one sendmsg per batch; requests complete
+ * in posting order (a Send or Write when its last byte is handed to TCP, a Read when its
+ * response has been placed). Inbound FPDUs are parsed as a stream and placed straight
+ * into registered memory after the token, range and rights checks; receive completions
+ * go into the QP's own inbound ring, exactly where a same-host peer would write them.
+ * Every function here runs with the QP lock held.
+ */
+#include "iwarp.h"
+#include "core/log.h"
+#include "core/srq_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+enum iw_txe_state { TXE_FREE, TXE_QUEUED, TXE_WAIT_READ, TXE_DONE };
+enum hdr_verdict { HDR_OK, HDR_STALL, HDR_FAIL };
+
+#define IRQ_CAP 128u                /* inbound Reads in flight: >= any IRD we negotiate */
+
+static struct iw_txe *txe_at(struct iw_conn *c, uint32_t index)
+{
+    return &c->txq[index & (c->qp->iq_entries - 1)];
+}
+
+nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp)
+{
+    uint32_t sges = qp->iq_sge ? qp->iq_sge : 1, rsge = qp->rq_sge ? qp->rq_sge : 1;
+
+    if (qp->srq && nd_srq_max_sge(qp->srq) > rsge)
+        rsge = nd_srq_max_sge(qp->srq);
+    c->qp = qp;
+    c->sock = c->doorbell = -1;
+    c->cur_txe = -1;
+    c->expect_msn_send = c->expect_msn_read = 1;
+    c->txq = calloc(qp->iq_entries, sizeof(*c->txq));
+    c->txq_sges = calloc((size_t)qp->iq_entries * sges, sizeof(nd_sge));
+    c->inline_buf = qp->inline_size ? malloc((size_t)qp->iq_entries * qp->inline_size) : NULL;
+    c->rxbuf = malloc(IW_RXBUF);
+    c->irq = calloc(IRQ_CAP, sizeof(*c->irq));
+    c->msg_sge = calloc(rsge, sizeof(*c->msg_sge));
+    if (!c->txq || !c->txq_sges || !c->rxbuf || !c->irq || !c->msg_sge || (qp->inline_size && !c->inline_buf)) {
+        iw_conn_free(c);
+        return ND_NO_MEMORY;
+    }
+    for (uint32_t i = 0; i < qp->iq_entries; i++)
+        c->txq[i].sge = c->txq_sges + (size_t)i * sges;
+    c->irq_cap = IRQ_CAP;
+    nd_cq_local_producer(qp->rcq, qp->inbound_hdr, (struct nd_cqe *)(qp->region + qp->layout.ents), qp->rq_entries,
+                         &c->rprod);
+    return ND_SUCCESS;
+}
+
+void iw_conn_free(struct iw_conn *c)
+{
+    if (c->sock >= 0)
+        close(c->sock);
+    if (c->doorbell >= 0)
+        close(c->doorbell);
+    free(c->txq);
+    free(c->txq_sges);
+    free(c->inline_buf);
+    free(c->rxbuf);
+    free(c->irq);
+    free(c->msg_sge);
+    free(c);
+}
+
+/* ---- completion of initiator requests, in posting order ---- */
+
+static void complete_in_order(struct iw_conn *c)
+{
+    if (c->completing)
+        return;                     /* a failure below re-entered us: the outer loop goes on */
+    c->completing = true;
+    while (c->comp_next != c->posted) {
+        struct iw_txe *e = txe_at(c, c->comp_next);
+
+        if (e->state != TXE_DONE)
+            break;
+        e->state = TXE_FREE;
+        c->comp_next++;
+        nd_qp_complete_initiator(c->qp, e->wr.index, e->status,
+                                 e->wr.type == ND_REQUEST_TYPE_READ && e->status == ND_SUCCESS ? (uint32_t)e->got : 0);
+    }
+    c->completing = false;
+}
+
+static void txe_done(struct iw_conn *c, struct iw_txe *e, nd_status st)
+{
+    if (e->state == TXE_WAIT_READ)
+        c->reads_out--;
+    e->state = TXE_DONE;
+    e->status = st;
+}
+
+/* ---- failure ---- */
+
+static void ring_doorbell(struct iw_conn *c)
+{
+    uint64_t one = 1;
+
+    if (!c->rang && c->doorbell >= 0 && write(c->doorbell, &one, sizeof(one)) == sizeof(one))
+        c->rang = true;
+}
+
+/* Best effort: a Terminate goes out only between FPDUs, never inside a half-written one. */
+static void send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode)
+{
+    struct iw_term t = { .layer = layer, .etype = etype, .ecode = ecode };
+    uint8_t buf[IW_MAX_HDR + 8];
+    size_t n;
+
+    if (c->dead || c->sock < 0 || (c->txf_count && c->txf[c->txf_head].done))
+        return;
+    n = iw_term_encode(buf, &t);
+    if (c->crc)
+        iw_put_le32(buf + n - 4, iw_crc32c(buf, n - 4));
+    if (send(c->sock, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "terminate not sent: %m");
+    nd_log(ND_LOG_INFO, ND_SUB_IWARP, "sent Terminate layer %u type %u code 0x%02x", layer, etype, ecode);
+}
+
+/* The connection is over: the QP enters the error state (which calls iw_shutdown). */
+static void conn_fail(struct iw_conn *c, nd_status why)
+{
+    nd_qp_fail_locked(c->qp, why);
+}
+
+static enum hdr_verdict terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, nd_status local)
+{
+    send_terminate(c, layer, etype, ecode);
+    conn_fail(c, local);
+    return HDR_FAIL;
+}
+
+/* ---- framing ---- */
+
+/* Payload iovecs for [off, off+len) of the request's buffers; returns bytes covered. */
+static uint32_t payload_iov(const nd_sge *sge, uint32_t nsge, uint64_t off, uint32_t len, struct iovec *iov,
+                            uint32_t *niov, uint32_t max_iov)
+{
+    uint32_t got = 0;
+
+    for (uint32_t i = 0; i < nsge && got < len && *niov < max_iov; i++) {
+        uint64_t l = sge[i].buffer_length;
+
+        if (off >= l) {
+            off -= l;
+            continue;
+        }
+        uint32_t n = (uint32_t)(l - off < len - got ? l - off : len - got);
+        if (n) {
+            iov[(*niov)++] = (struct iovec){ (uint8_t *)sge[i].buffer + off, n };
+            got += n;
+        }
+        off = 0;
+    }
+    return got;
+}
+
+/* Fill in an FPDU's header, pad and CRC around payload already in f->iov[1..]. */
+static void seal(struct iw_conn *c, struct iw_txf *f, struct iw_hdr *h, uint32_t plen)
+{
+    uint32_t hl, pad;
+
+    h->ulpdu_len = (uint16_t)(iw_hdr_len_for(h->tagged ? IW_DDP_T : 0, h->opcode) + plen);
+    h->ddp_version = IW_DDP_VERSION;
+    h->rdmap_version = IW_RDMAP_VERSION;
+    hl = (uint32_t)iw_hdr_encode(f->hdr, h);
+    pad = iw_pad(h->ulpdu_len);
+    f->iov[0] = (struct iovec){ f->hdr, hl };
+    memset(f->trailer, 0, sizeof(f->trailer));
+    if (c->crc) {
+        uint32_t crc = iw_crc32c_update(~0u, f->hdr, hl);
+
+        for (uint32_t i = 1; i < f->niov; i++)
+            crc = iw_crc32c_update(crc, f->iov[i].iov_base, f->iov[i].iov_len);
+        crc = iw_crc32c_update(crc, f->trailer, pad);
+        iw_put_le32(f->trailer + pad, ~crc);
+    }
+    f->iov[f->niov++] = (struct iovec){ f->trailer, pad + 4 };
+    f->total = hl + plen + pad + 4;
+    f->done = 0;
+}
+
+static struct iw_txf *txf_new(struct iw_conn *c)
+{
+    struct iw_txf *f = &c->txf[(c->txf_head + c->txf_count) % IW_TXF_MAX];
+
+    f->niov = 1;                    /* [0] is the header */
+    f->ends_txe = -1;
+    f->ends_rresp = false;
+    return f;
+}
+
+static uint32_t room(struct iw_conn *c, uint32_t hdr_len)
+{
+    return (c->fpdu_max - 2 - hdr_len - 4) & ~3u;
+}
+
+/* The next FPDU of request @e. */
+static void frame_request(struct iw_conn *c, struct iw_txe *e)
+{
+    struct iw_txf *f = txf_new(c);
+    struct iw_hdr h = { 0 };
+    uint32_t plen = 0;
+
+    if (e->wr.type == ND_REQUEST_TYPE_READ) {
+        h.opcode = IW_OP_READ_REQ;
+        h.qn = IW_QN_READ;
+        h.msn = e->msn;
+        /* The sink is ours to name: the first buffer's token and address. */
+        h.rr.sink_stag = e->wr.nsge ? e->wr.sge[0].memory_region_token : 0;
+        h.rr.sink_to = e->wr.nsge ? (uint64_t)(uintptr_t)e->wr.sge[0].buffer : 0;
+        h.rr.size = (uint32_t)e->wr.total;
+        h.rr.src_stag = e->wr.remote_token;
+        h.rr.src_to = e->wr.remote_addr;
+    } else {
+        bool send = e->wr.type == ND_REQUEST_TYPE_SEND;
+        uint32_t hl = send ? IW_HDR_UNTAGGED : IW_HDR_TAGGED, want = room(c, hl);
+
+        if (e->wr.total - e->framed < want)
+            want = (uint32_t)(e->wr.total - e->framed);
+        plen = payload_iov(e->wr.sge, e->wr.nsge, e->framed, want, f->iov, &f->niov, IW_TXF_IOV - 1);
+        h.tagged = !send;
+        if (send) {
+            h.opcode = e->wr.flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? IW_OP_SEND_SE : IW_OP_SEND;
+            h.qn = IW_QN_SEND;
+            h.msn = e->msn;
+            h.mo = (uint32_t)e->framed;
+        } else {
+            h.opcode = IW_OP_WRITE;
+            h.stag = e->wr.remote_token;
+            h.to = e->wr.remote_addr + e->framed;
+        }
+    }
+    e->framed += plen;
+    h.last = e->framed == e->wr.total;
+    seal(c, f, &h, plen);
+    if (h.last) {
+        f->ends_txe = (int32_t)(e->wr.index & 0x7fffffff);
+        c->cur_txe = -1;
+    }
+    c->txf_count++;
+}
+
+static void frame_read_response(struct iw_conn *c)
+{
+    struct iw_rresp *r = &c->irq[c->irq_head];
+    struct iw_txf *f = txf_new(c);
+    struct iw_hdr h = { .tagged = true, .opcode = IW_OP_READ_RESP, .stag = r->sink_stag, .to = r->sink_to + r->sent };
+    uint32_t want = room(c, IW_HDR_TAGGED);
+    nd_sge src;
+
+    if (r->size - r->sent < want)
+        want = r->size - r->sent;
+    src.buffer = (void *)(uintptr_t)(r->src_to + r->sent);
+    src.buffer_length = want;
+    src.memory_region_token = 0;
+    /* Checked when the request came; checked again in case the memory went away since. */
+    if (want && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, r->src_stag, r->src_to + r->sent, want,
+                              ND_ACCESS_REMOTE_READ)) {
+        terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, ND_ACCESS_VIOLATION);
+        return;
+    }
+    payload_iov(&src, 1, 0, want, f->iov, &f->niov, IW_TXF_IOV - 1);
+    r->sent += want;
+    h.last = r->sent == r->size;
+    seal(c, f, &h, want);
+    if (h.last) {
+        f->ends_rresp = true;
+        c->cur_rresp = false;
+        c->irq_head = (c->irq_head + 1) % c->irq_cap;
+        c->irq_count--;
+    }
+    c->txf_count++;
+}
+
+/* Start the next request: local operations run here, in their turn. false: nothing to start. */
+static bool start_next(struct iw_conn *c)
+{
+    struct iw_txe *e;
+
+    if (c->tx_next == c->posted)
+        return false;
+    e = txe_at(c, c->tx_next);
+    if (e->wr.type == ND_REQUEST_TYPE_BIND || e->wr.type == ND_REQUEST_TYPE_INVALIDATE) {
+        c->tx_next++;
+        txe_done(c, e, nd_qp_local_op(c->qp, &e->wr));
+        return true;
+    }
+    if (!(e->wr.flags & ND_OP_FLAG_INLINE) && !nd_qp_local_sges_ok(c->qp, &e->wr)) {
+        c->tx_next++;
+        txe_done(c, e, ND_ACCESS_VIOLATION);
+        return true;
+    }
+    if (e->wr.type == ND_REQUEST_TYPE_READ) {
+        if (c->ord == 0) {
+            c->tx_next++;
+            txe_done(c, e, ND_INVALID_DEVICE_REQUEST);     /* no outbound Read was negotiated */
+            return true;
+        }
+        if (c->reads_out >= c->ord)
+            return false;           /* ORD reached: wait for a response */
+        c->reads_out++;
+        e->msn = ++c->msn_read;
+    } else if (e->wr.type == ND_REQUEST_TYPE_SEND) {
+        e->msn = ++c->msn_send;
+    }
+    c->tx_next++;
+    c->cur_txe = (int32_t)(e->wr.index & 0x7fffffff);
+    return true;
+}
+
+/* Frame FPDUs until the ring is full or there is nothing to send. Read Responses go
+ * between messages: two messages of one class never interleave (iwarp-wire.md §3.2). */
+static void frame_all(struct iw_conn *c)
+{
+    while (c->txf_count < IW_TXF_MAX && !c->dead) {
+        if (c->cur_rresp)
+            frame_read_response(c);
+        else if (c->cur_txe >= 0)
+            frame_request(c, txe_at(c, (uint32_t)c->cur_txe));
+        else if (c->irq_count)
+            c->cur_rresp = true;
+        else if (!start_next(c))
+            break;
+    }
+}
+
+static void fpdu_sent(struct iw_conn *c, struct iw_txf *f)
+{
+    if (f->ends_txe >= 0) {
+        struct iw_txe *e = txe_at(c, (uint32_t)f->ends_txe);
+
+        if (e->wr.type == ND_REQUEST_TYPE_READ)
+            e->state = TXE_WAIT_READ;
+        else
+            txe_done(c, e, ND_SUCCESS);
+    }
+}
+
+void iw_tx_pump(struct iw_conn *c)
+{
+    struct iovec iov[256];
+
+    while (!c->dead) {
+        uint32_t n = 0;
+        ssize_t w;
+
+        frame_all(c);
+        complete_in_order(c);
+        if (!c->txf_count || c->dead)
+            break;
+        for (uint32_t i = 0; i < c->txf_count; i++) {
+            struct iw_txf *f = &c->txf[(c->txf_head + i) % IW_TXF_MAX];
+            uint32_t skip = f->done;
+
+            if (n + f->niov > 256)
+                break;
+            for (uint32_t k = 0; k < f->niov; k++) {
+                struct iovec v = f->iov[k];
+
+                if (skip >= v.iov_len) {
+                    skip -= (uint32_t)v.iov_len;
+                    continue;
+                }
+                iov[n++] = (struct iovec){ (uint8_t *)v.iov_base + skip, v.iov_len - skip };
+                skip = 0;
+            }
+        }
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = n };
+        w = sendmsg(c->sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (!c->want_out)
+                    iw_engine_want_out(c, c->want_out = true);
+                return;
+            }
+            nd_log(ND_LOG_INFO, ND_SUB_IWARP, "send: %m");
+            conn_fail(c, errno == EFAULT ? ND_ACCESS_VIOLATION : ND_CANCELED);
+            return;
+        }
+        while (w > 0) {
+            struct iw_txf *f = &c->txf[c->txf_head];
+            uint32_t take = f->total - f->done < (size_t)w ? f->total - f->done : (uint32_t)w;
+
+            f->done += take;
+            w -= take;
+            if (f->done == f->total) {
+                c->txf_head = (c->txf_head + 1) % IW_TXF_MAX;
+                c->txf_count--;
+                fpdu_sent(c, f);
+            }
+        }
+    }
+    complete_in_order(c);
+    if (c->want_out && !c->dead)
+        iw_engine_want_out(c, c->want_out = false);
+}
+
+void iw_send_rtr(struct iw_conn *c)
+{
+    struct iw_txf *f = txf_new(c);
+    struct iw_hdr h = { .tagged = true, .last = true, .opcode = IW_OP_WRITE, .stag = 1 };
+
+    seal(c, f, &h, 0);
+    c->txf_count++;
+    iw_tx_pump(c);
+}
+
+/* ---- the receive side ---- */
+
+/* The receive an inbound Send lands in: the next posted one, or the oldest SRQ slot. */
+static bool claim_receive(struct iw_conn *c)
+{
+    struct nd_qp *qp = c->qp;
+    const struct nd_rwqe *w;
+    uint32_t nsge, max;
+
+    if (qp->srq) {
+        struct nd_srq_view v;
+        uint32_t slot;
+
+        nd_srq_view(qp->srq, &v);
+        if (nd_srq_claim(v.ctl, v.ring, v.entries, &slot) != 1 || slot >= v.entries)
+            return false;
+        c->msg_recv = slot;
+        w = (const struct nd_rwqe *)(v.region + v.layout.slots + (size_t)slot * v.layout.slot_stride);
+        max = v.max_sge;
+    } else {
+        if ((int32_t)(qp->rq_posted - c->next_recv) <= 0)
+            return false;
+        c->msg_recv = c->next_recv++;
+        w = (const struct nd_rwqe *)(qp->region + qp->layout.rwqe +
+                                     (size_t)(c->msg_recv & (qp->rq_entries - 1)) * qp->layout.rwqe_stride);
+        max = qp->ctl->max_sge;
+    }
+    nsge = w->nsge < max ? w->nsge : max;
+    c->msg_nsge = nsge;
+    c->msg_cap = 0;
+    for (uint32_t i = 0; i < nsge; i++) {
+        c->msg_sge[i].buffer = (void *)(uintptr_t)w->sge[i].addr;
+        c->msg_sge[i].buffer_length = w->sge[i].length;
+        c->msg_sge[i].memory_region_token = w->sge[i].token;
+        c->msg_cap += w->sge[i].length;
+    }
+    return true;
+}
+
+/* Where payload byte @off of the current segment goes: a contiguous span, or NULL (drop). */
+static uint8_t *rx_dst(struct iw_conn *c, uint32_t off, uint32_t *len)
+{
+    const struct iw_hdr *h = &c->rh;
+    const nd_sge *sge;
+    uint32_t nsge;
+    uint64_t pos;
+
+    switch (h->opcode) {
+    case IW_OP_WRITE:
+        *len = c->rx_left;
+        return (uint8_t *)(uintptr_t)(h->to + off);
+    case IW_OP_READ_RESP: {
+        struct iw_txe *e = txe_at(c, c->read_head);
+
+        sge = e->wr.sge;
+        nsge = e->wr.nsge;
+        pos = h->to - e->sink_to + off;
+        break;
+    }
+    case IW_OP_SEND: case IW_OP_SEND_INV: case IW_OP_SEND_SE: case IW_OP_SEND_SE_INV:
+        if (c->msg_overrun)
+            return NULL;
+        sge = c->msg_sge;
+        nsge = c->msg_nsge;
+        pos = (uint64_t)h->mo + off;
+        break;
+    default:
+        return NULL;
+    }
+    for (uint32_t i = 0; i < nsge; i++) {
+        if (pos < sge[i].buffer_length) {
+            uint64_t l = sge[i].buffer_length - pos;
+
+            *len = (uint32_t)(l < c->rx_left ? l : c->rx_left);
+            return (uint8_t *)sge[i].buffer + pos;
+        }
+        pos -= sge[i].buffer_length;
+    }
+    return NULL;
+}
+
+static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
+{
+    const struct iw_hdr *h = &c->rh;
+
+    if (h->qn != IW_QN_SEND)
+        return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x01, ND_CANCELED);
+    if (h->msn != c->expect_msn_send)
+        return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, ND_CANCELED);
+    if (!c->msg_open) {
+        if (h->mo != 0)
+            return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
+        if (!claim_receive(c)) {
+            if (!c->stalled_since)
+                c->stalled_since = nd_now_ns();
+            /* An SRQ waits as long as it takes (ND §3.2); a QP's own queue has a bound. */
+            if (c->qp->srq || nd_now_ns() - c->stalled_since < IW_RNR_TIMEOUT_NS)
+                return HDR_STALL;
+            return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_IO_TIMEOUT);
+        }
+        c->stalled_since = 0;
+        c->msg_open = true;
+        c->msg_bytes = 0;
+        c->msg_overrun = false;
+        c->msg_solicited = h->opcode == IW_OP_SEND_SE || h->opcode == IW_OP_SEND_SE_INV;
+        for (uint32_t i = 0; i < c->msg_nsge; i++)
+            if (c->msg_sge[i].buffer_length &&
+                nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, c->msg_sge[i].memory_region_token,
+                              (uint64_t)(uintptr_t)c->msg_sge[i].buffer, c->msg_sge[i].buffer_length,
+                              ND_ACCESS_LOCAL_WRITE))
+                return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_ACCESS_VIOLATION);
+    } else if (h->mo != c->msg_bytes) {
+        return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
+    }
+    if ((uint64_t)c->msg_bytes + plen > c->msg_cap)
+        c->msg_overrun = true;      /* the rest is dropped; the receive reports it */
+    return HDR_OK;
+}
+
+static enum hdr_verdict check_read_response(struct iw_conn *c, uint32_t plen)
+{
+    const struct iw_hdr *h = &c->rh;
+    struct iw_txe *e;
+
+    /* Responses come in request order: they answer the oldest Read still waiting. */
+    while (c->read_head != c->tx_next) {
+        e = txe_at(c, c->read_head);
+        if (e->wr.type == ND_REQUEST_TYPE_READ && e->state == TXE_WAIT_READ)
+            break;
+        c->read_head++;
+    }
+    if (c->read_head == c->tx_next)
+        return terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x02, ND_CANCELED);
+    e = txe_at(c, c->read_head);
+    e->sink_to = e->wr.nsge ? (uint64_t)(uintptr_t)e->wr.sge[0].buffer : 0;
+    if (h->stag != (e->wr.nsge ? e->wr.sge[0].memory_region_token : 0) || h->to != e->sink_to + e->got ||
+        e->got + plen > e->wr.total)
+        return terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, ND_CANCELED);
+    return HDR_OK;
+}
+
+static enum hdr_verdict check_read_request(struct iw_conn *c)
+{
+    const struct iw_hdr *h = &c->rh;
+    struct iw_rresp *r;
+
+    if (h->msn != c->expect_msn_read)
+        return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, ND_CANCELED);
+    if (c->irq_count >= (c->ird ? c->ird : 0) || c->irq_count >= c->irq_cap)
+        return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x07, ND_CANCELED);
+    if (h->rr.size && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->rr.src_stag, h->rr.src_to,
+                                    h->rr.size, ND_ACCESS_REMOTE_READ))
+        return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, ND_ACCESS_VIOLATION);
+    c->expect_msn_read++;
+    r = &c->irq[(c->irq_head + c->irq_count++) % c->irq_cap];
+    *r = (struct iw_rresp){ .sink_stag = h->rr.sink_stag, .src_stag = h->rr.src_stag, .size = h->rr.size,
+                            .sink_to = h->rr.sink_to, .src_to = h->rr.src_to };
+    return HDR_OK;
+}
+
+/* What a Terminate from the peer means for our outstanding requests. */
+static nd_status term_status(const struct iw_term *t)
+{
+    if ((t->layer == IW_LAYER_RDMAP && t->etype == IW_RDMAP_ET_PROTECTION) ||
+        (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_TAGGED))
+        return ND_ACCESS_VIOLATION;
+    if (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_UNTAGGED && t->ecode == 0x02)
+        return ND_IO_TIMEOUT;       /* our Send found no receive (or no room) */
+    return ND_CANCELED;
+}
+
+static enum hdr_verdict on_header(struct iw_conn *c)
+{
+    const struct iw_hdr *h = &c->rh;
+    uint32_t plen = h->ulpdu_len - h->hdr_len;
+
+    if (h->ddp_version != IW_DDP_VERSION)
+        return terminate(c, IW_LAYER_DDP, h->tagged ? IW_DDP_ET_TAGGED : IW_DDP_ET_UNTAGGED,
+                         h->tagged ? 0x04 : 0x06, ND_CANCELED);
+    if (h->rdmap_version != IW_RDMAP_VERSION)
+        return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x05, ND_CANCELED);
+    if (h->tagged && h->opcode == IW_OP_WRITE) {
+        /* A zero-length Write is an RTR frame (STag 1 by convention): nothing to check. */
+        if (plen && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->stag, h->to, plen, ND_ACCESS_REMOTE_WRITE))
+            return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, ND_ACCESS_VIOLATION);
+        return HDR_OK;
+    }
+    if (h->tagged && h->opcode == IW_OP_READ_RESP)
+        return check_read_response(c, plen);
+    if (h->tagged)
+        return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, ND_CANCELED);
+    switch (h->opcode) {
+    case IW_OP_SEND: case IW_OP_SEND_INV: case IW_OP_SEND_SE: case IW_OP_SEND_SE_INV:
+        return check_untagged_send(c, plen);
+    case IW_OP_READ_REQ:
+        if (plen)
+            return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x05, ND_CANCELED);
+        return check_read_request(c);
+    case IW_OP_TERMINATE:
+        nd_log(ND_LOG_INFO, ND_SUB_IWARP, "peer sent Terminate: layer %u type %u code 0x%02x%s", h->term.layer,
+               h->term.etype, h->term.ecode, h->term.siw_order ? " (siw bit order)" : "");
+        c->term_status = term_status(&h->term);
+        conn_fail(c, c->term_status);
+        return HDR_FAIL;
+    default:
+        return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, ND_CANCELED);
+    }
+}
+
+static void complete_receive(struct iw_conn *c)
+{
+    struct nd_cqe e = { .wr_index = c->msg_recv, .type = ND_REQUEST_TYPE_RECEIVE, .bytes = c->msg_bytes,
+                        .status = c->msg_overrun ? ND_DATA_OVERRUN : ND_SUCCESS,
+                        .flags = c->msg_solicited ? ND_CQE_SOLICITED : 0 };
+
+    c->msg_open = false;
+    c->expect_msn_send++;
+    nd_ring_learn_cons(&c->rprod, atomic_load_explicit(&c->qp->inbound_hdr->cons, memory_order_acquire));
+    if (nd_ring_produce(&c->rprod, &e) < 0) {
+        conn_fail(c, ND_INTERNAL_ERROR);
+        return;
+    }
+    if (c->msg_overrun) {
+        /* siw's answer to a Send longer than the receive; the CQ fails the QP when it
+         * returns the entry, after everything placed before it. */
+        send_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02);
+        c->dead = true;
+        shutdown(c->sock, SHUT_RDWR);
+    }
+}
+
+/* An FPDU is fully in (trailer checked). false: the connection ended. */
+static bool on_fpdu_end(struct iw_conn *c)
+{
+    const struct iw_hdr *h = &c->rh;
+    uint32_t plen = h->ulpdu_len - h->hdr_len;
+
+    switch (h->tagged ? (h->opcode == IW_OP_READ_RESP ? 100 : 101) : h->opcode) {
+    case 100: {
+        struct iw_txe *e = txe_at(c, c->read_head);
+
+        e->got += plen;
+        if (h->last) {
+            if (e->got != e->wr.total) {
+                terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, ND_CANCELED);
+                return false;
+            }
+            txe_done(c, e, ND_SUCCESS);
+            c->read_head++;
+            iw_tx_pump(c);          /* completes it, and starts Reads that waited for ORD */
+        }
+        break;
+    }
+    case IW_OP_SEND: case IW_OP_SEND_INV: case IW_OP_SEND_SE: case IW_OP_SEND_SE_INV:
+        c->msg_bytes += plen;
+        if (h->last)
+            complete_receive(c);
+        break;
+    case IW_OP_READ_REQ:
+        iw_tx_pump(c);
+        break;
+    default:
+        break;
+    }
+    return !c->dead;
+}
+
+static void take_payload(struct iw_conn *c, const uint8_t *p, uint32_t n)
+{
+    while (n) {
+        uint32_t len = 0, k;
+        uint8_t *dst = rx_dst(c, c->rx_seg_off, &len);
+
+        k = dst && len < n ? len : n;
+        if (dst)
+            memcpy(dst, p, k);
+        if (c->crc)
+            c->rx_crc = iw_crc32c_update(c->rx_crc, p, k);
+        p += k;
+        n -= k;
+        c->rx_left -= k;
+        c->rx_seg_off += k;
+    }
+}
+
+/* Parse what the buffer holds. false: stop reading (stalled or the connection ended). */
+static bool feed(struct iw_conn *c)
+{
+    while (c->rx_lo < c->rx_hi && !c->dead) {
+        const uint8_t *p = c->rxbuf + c->rx_lo;
+        uint32_t avail = c->rx_hi - c->rx_lo;
+
+        if (c->rx_state == RX_HDR) {
+            int r = iw_hdr_parse(p, avail, &c->rh);
+            enum hdr_verdict v;
+
+            if (r == 0)
+                break;
+            if (r < 0) {
+                terminate(c, IW_LAYER_LLP, 0, 0x03, ND_CANCELED);
+                return false;
+            }
+            v = on_header(c);
+            if (v != HDR_OK)
+                return false;
+            if (c->crc)
+                c->rx_crc = iw_crc32c_update(~0u, p, (size_t)r);
+            c->rx_lo += (uint32_t)r;
+            c->rx_left = c->rh.ulpdu_len - c->rh.hdr_len;
+            c->rx_seg_off = 0;
+            c->rx_state = c->rx_left ? RX_PAYLOAD : RX_TRAILER;
+        } else if (c->rx_state == RX_PAYLOAD) {
+            uint32_t n = avail < c->rx_left ? avail : c->rx_left;
+
+            take_payload(c, p, n);
+            c->rx_lo += n;
+            if (!c->rx_left)
+                c->rx_state = RX_TRAILER;
+        } else {
+            uint32_t pad = iw_pad(c->rh.ulpdu_len);
+
+            if (avail < pad + 4)
+                break;
+            if (c->crc) {
+                /* siw may leave stale bytes in the pad: the CRC covers them as received. */
+                uint32_t crc = ~iw_crc32c_update(c->rx_crc, p, pad);
+
+                if (crc != iw_get_le32(p + pad)) {
+                    terminate(c, IW_LAYER_LLP, 0, 0x02, ND_CANCELED);
+                    return false;
+                }
+            }
+            c->rx_lo += pad + 4;
+            c->rx_state = RX_HDR;
+            if (!on_fpdu_end(c))
+                return false;
+        }
+    }
+    if (c->rx_lo == c->rx_hi)
+        c->rx_lo = c->rx_hi = 0;
+    return !c->dead;
+}
+
+/* Bulk payload goes from the socket straight into its destination, with no bounce. */
+static ssize_t recv_direct(struct iw_conn *c)
+{
+    uint32_t len = 0;
+    uint8_t *dst = rx_dst(c, c->rx_seg_off, &len);
+    ssize_t n;
+
+    if (!dst)
+        return -2;
+    n = recv(c->sock, dst, len, MSG_DONTWAIT);
+    if (n > 0) {
+        if (c->crc)
+            c->rx_crc = iw_crc32c_update(c->rx_crc, dst, (size_t)n);
+        c->rx_left -= (uint32_t)n;
+        c->rx_seg_off += (uint32_t)n;
+        if (!c->rx_left)
+            c->rx_state = RX_TRAILER;
+    }
+    return n;
+}
+
+void iw_rx_pump(struct iw_conn *c)
+{
+    while (!c->dead) {
+        ssize_t n = -2;
+
+        if (c->rx_lo < c->rx_hi && !feed(c))
+            return;                 /* stalled on a receive, or the connection ended */
+        if (c->rx_state == RX_PAYLOAD && c->rx_lo == c->rx_hi && c->rx_left >= 4096)
+            n = recv_direct(c);
+        if (n == -2) {
+            if (c->rx_lo && c->rx_hi == IW_RXBUF) {
+                memmove(c->rxbuf, c->rxbuf + c->rx_lo, c->rx_hi - c->rx_lo);
+                c->rx_hi -= c->rx_lo;
+                c->rx_lo = 0;
+            }
+            n = recv(c->sock, c->rxbuf + c->rx_hi, IW_RXBUF - c->rx_hi, MSG_DONTWAIT);
+            if (n > 0)
+                c->rx_hi += (uint32_t)n;
+        }
+        if (n == 0) {
+            nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "peer closed the connection");
+            conn_fail(c, ND_CANCELED);
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                conn_fail(c, ND_CANCELED);
+            return;
+        }
+    }
+}
+
+/* ---- the transport operations ---- */
+
+void iw_post(struct nd_qp *qp, const struct nd_wr *wr)
+{
+    struct iw_conn *c = qp->conn;
+    struct iw_txe *e = txe_at(c, wr->index);
+
+    e->wr = *wr;
+    e->framed = e->got = 0;
+    e->state = TXE_QUEUED;
+    e->status = ND_SUCCESS;
+    if ((wr->flags & ND_OP_FLAG_INLINE) && wr->type != ND_REQUEST_TYPE_READ) {
+        /* The caller may reuse inline buffers as soon as we return. */
+        uint8_t *buf = c->inline_buf + (size_t)(wr->index & (qp->iq_entries - 1)) * qp->inline_size;
+        uint64_t off = 0;
+
+        for (uint32_t i = 0; i < wr->nsge && off + wr->sge[i].buffer_length <= qp->inline_size; i++) {
+            memcpy(buf + off, wr->sge[i].buffer, wr->sge[i].buffer_length);
+            off += wr->sge[i].buffer_length;
+        }
+        e->sge[0] = (nd_sge){ .buffer = buf, .buffer_length = (uint32_t)off };
+        e->wr.nsge = 1;
+    } else if (wr->nsge) {
+        memcpy(e->sge, wr->sge, wr->nsge * sizeof(nd_sge));
+    }
+    e->wr.sge = e->sge;
+    c->posted = wr->index + 1;
+    if (c->dead) {
+        txe_done(c, e, ND_CANCELED);
+        complete_in_order(c);
+        return;
+    }
+    iw_tx_pump(c);
+}
+
+void iw_recv_posted(struct nd_qp *qp)
+{
+    struct iw_conn *c = qp->conn;
+
+    if (c->stalled_since)
+        iw_rx_pump(c);
+}
+
+/* From an application thread polling one of the QP's CQs: move bytes here and now,
+ * saving the engine's wake-up. Never waits for the lock. */
+void iw_progress(struct nd_qp *qp)
+{
+    struct iw_conn *c = qp->conn;
+
+    if (!c)
+        return;
+    atomic_fetch_add_explicit(&c->polls, 1, memory_order_relaxed);
+    if (pthread_mutex_trylock(&qp->lock))
+        return;
+    if (qp->conn == c && !c->dead) {
+        iw_rx_pump(c);
+        if (c->want_out && !c->dead)
+            iw_tx_pump(c);
+    }
+    pthread_mutex_unlock(&qp->lock);
+}
+
+void iw_shutdown(struct nd_qp *qp, nd_status why)
+{
+    struct iw_conn *c = qp->conn;
+    nd_status first = c->term_status ? c->term_status : ND_CANCELED;
+
+    c->dead = true;
+    if (c->sock >= 0)
+        shutdown(c->sock, SHUT_RDWR);
+    /* The oldest unfinished request carries the reason a Terminate gave; the rest flush. */
+    for (uint32_t i = c->comp_next; i != c->posted; i++) {
+        struct iw_txe *e = txe_at(c, i);
+
+        if (e->state != TXE_DONE) {
+            txe_done(c, e, first);
+            first = ND_CANCELED;
+        }
+    }
+    c->txf_count = 0;
+    c->irq_count = 0;
+    complete_in_order(c);
+    ring_doorbell(c);
+}
+
+void iw_destroy(struct nd_qp *qp)
+{
+    struct iw_conn *c = qp->conn;
+
+    if (!c)
+        return;
+    iw_engine_remove(c);
+    qp->conn = NULL;
+    iw_conn_free(c);
+}
+
+const struct nd_transport_ops iwarp_transport = {
+    .name = "iwarp",
+    .cm_listen = iw_cm_listen,
+    .cm_accept = iw_cm_accept,
+    .cm_dial = iw_cm_dial,
+    .cm_send = iw_cm_send,
+    .cm_recv = iw_cm_recv,
+    .attach = iw_attach,
+    .attach_at_rtu = true,
+    .post = iw_post,
+    .recv_posted = iw_recv_posted,
+    .progress = iw_progress,
+    .shutdown = iw_shutdown,
+    .destroy = iw_destroy,
+    .adapter_close = iw_adapter_close,
+};

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The iwarp progress engine: one thread per adapter, started with its first connection,
+ * asleep in epoll when nothing moves. It places inbound data so that Writes, Reads and
+ * Sends complete without the application calling in, and finishes sends the socket could
+ * not take at once. No application code ever runs on it.
+ *
+ * Lifetime: epoll events carry a slot number and generation, never a pointer; the engine
+ * looks the connection up under its lock and takes a QP reference before dropping that
+ * lock, so it never holds the engine lock and a QP lock together (the QP's destroy takes
+ * the engine lock with the QP lock held).
+ */
+#include "iwarp.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define WAKE_KEY UINT64_MAX
+#define STALL_TICK_MS 5             /* how often a Send waiting for a receive is retried */
+
+struct iw_engine {
+    pthread_t thread;
+    int epfd, wakefd;
+    pthread_mutex_t lock;
+    struct iw_conn **conns;
+    uint32_t *gen;
+    uint32_t cap, count;
+    bool stop, detached;
+};
+
+static uint64_t key_of(struct iw_engine *e, uint32_t slot)
+{
+    return (uint64_t)e->gen[slot] << 32 | slot;
+}
+
+/* The QP behind @key with a reference held, or NULL if it went away. */
+static struct nd_qp *lookup(struct iw_engine *e, uint64_t key, struct iw_conn **out)
+{
+    uint32_t slot = (uint32_t)key;
+    struct nd_qp *qp = NULL;
+
+    pthread_mutex_lock(&e->lock);
+    if (slot < e->cap && e->conns[slot] && e->gen[slot] == (uint32_t)(key >> 32)) {
+        *out = e->conns[slot];
+        qp = (*out)->qp;
+        nd_qp_ref(qp);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return qp;
+}
+
+static void serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
+{
+    pthread_mutex_lock(&qp->lock);
+    if (qp->conn == c && !c->dead) {
+        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            iw_rx_pump(c);
+        if (!c->dead && (c->want_out || (events & EPOLLOUT)))
+            iw_tx_pump(c);
+    }
+    pthread_mutex_unlock(&qp->lock);
+    nd_qp_unref(qp);
+}
+
+/* Everything that may have work without a socket event: stalled receives, kicks. */
+static bool sweep(struct iw_engine *e)
+{
+    bool stalled = false;
+
+    for (uint32_t slot = 0;; slot++) {
+        struct iw_conn *c = NULL;
+        struct nd_qp *qp;
+        uint64_t key;
+
+        pthread_mutex_lock(&e->lock);
+        if (slot >= e->cap) {
+            pthread_mutex_unlock(&e->lock);
+            break;
+        }
+        key = e->conns[slot] ? key_of(e, slot) : 0;
+        pthread_mutex_unlock(&e->lock);
+        if (!key || !(qp = lookup(e, key, &c)))
+            continue;
+        serve(qp, c, EPOLLIN);
+        stalled |= __atomic_load_n(&c->stalled_since, __ATOMIC_RELAXED) != 0;
+    }
+    return stalled;
+}
+
+static void engine_free(struct iw_engine *e)
+{
+    close(e->epfd);
+    close(e->wakefd);
+    free(e->conns);
+    free(e->gen);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+}
+
+static void *engine_main(void *arg)
+{
+    struct iw_engine *e = arg;
+    struct epoll_event ev[64];
+    bool stalled = false;
+    uint64_t last_sweep = 0;
+
+    while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+        int n = epoll_wait(e->epfd, ev, 64, stalled ? STALL_TICK_MS : -1);
+        bool want_sweep = false;
+
+        if (n < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < n; i++) {
+            struct iw_conn *c = NULL;
+            struct nd_qp *qp;
+
+            if (ev[i].data.u64 == WAKE_KEY) {
+                uint64_t v;
+
+                if (read(e->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+                    nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "engine wake read: %m");
+                want_sweep = true;
+            } else if ((qp = lookup(e, ev[i].data.u64, &c))) {
+                serve(qp, c, ev[i].events);
+            }
+        }
+        if (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
+            break;
+        /* A Send that waits for a receive is retried on a tick, so its RNR bound holds. */
+        if (want_sweep || (stalled && nd_now_ns() - last_sweep >= STALL_TICK_MS * 1000000ull)) {
+            stalled = sweep(e);
+            last_sweep = nd_now_ns();
+        }
+    }
+    if (__atomic_load_n(&e->detached, __ATOMIC_ACQUIRE))
+        engine_free(e);
+    return NULL;
+}
+
+static struct iw_engine *engine_start(void)
+{
+    struct iw_engine *e = calloc(1, sizeof(*e));
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = WAKE_KEY };
+
+    if (!e)
+        return NULL;
+    pthread_mutex_init(&e->lock, NULL);
+    e->epfd = epoll_create1(EPOLL_CLOEXEC);
+    e->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (e->epfd < 0 || e->wakefd < 0 || epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->wakefd, &ev) < 0 ||
+        pthread_create(&e->thread, NULL, engine_main, e)) {
+        if (e->epfd >= 0)
+            close(e->epfd);
+        if (e->wakefd >= 0)
+            close(e->wakefd);
+        pthread_mutex_destroy(&e->lock);
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c)
+{
+    struct iw_engine *e;
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
+    uint32_t slot;
+
+    pthread_mutex_lock(&a->lock);
+    if (!a->progress_engine)
+        a->progress_engine = engine_start();
+    e = a->progress_engine;
+    pthread_mutex_unlock(&a->lock);
+    if (!e)
+        return ND_INSUFFICIENT_RESOURCES;
+    pthread_mutex_lock(&e->lock);
+    for (slot = 0; slot < e->cap && e->conns[slot]; slot++)
+        ;
+    if (slot == e->cap) {
+        uint32_t cap = e->cap ? e->cap * 2 : 16;
+        struct iw_conn **nc = realloc(e->conns, cap * sizeof(*nc));
+        uint32_t *ng = nc ? realloc(e->gen, cap * sizeof(*ng)) : NULL;
+
+        if (nc)
+            e->conns = nc;
+        if (!ng) {
+            pthread_mutex_unlock(&e->lock);
+            return ND_NO_MEMORY;
+        }
+        e->gen = ng;
+        memset(e->conns + e->cap, 0, (cap - e->cap) * sizeof(*nc));
+        memset(e->gen + e->cap, 0, (cap - e->cap) * sizeof(*ng));
+        e->cap = cap;
+    }
+    e->conns[slot] = c;
+    c->slot = slot;
+    c->eng = e;
+    e->count++;
+    ev.data.u64 = key_of(e, slot);
+    if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, c->sock, &ev) < 0) {
+        e->conns[slot] = NULL;
+        e->count--;
+        c->eng = NULL;
+        pthread_mutex_unlock(&e->lock);
+        return ND_INSUFFICIENT_RESOURCES;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return ND_SUCCESS;
+}
+
+void iw_engine_remove(struct iw_conn *c)
+{
+    struct iw_engine *e = c->eng;
+
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->lock);
+    epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->sock, NULL);
+    e->conns[c->slot] = NULL;
+    e->gen[c->slot]++;
+    e->count--;
+    pthread_mutex_unlock(&e->lock);
+    c->eng = NULL;
+}
+
+void iw_engine_kick(struct iw_conn *c)
+{
+    uint64_t one = 1;
+
+    if (c->eng && write(c->eng->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "engine kick: %m");
+}
+
+void iw_engine_want_out(struct iw_conn *c, bool on)
+{
+    struct iw_engine *e = c->eng;
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET | (on ? EPOLLOUT : 0) };
+
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->lock);
+    ev.data.u64 = key_of(e, c->slot);
+    epoll_ctl(e->epfd, EPOLL_CTL_MOD, c->sock, &ev);
+    pthread_mutex_unlock(&e->lock);
+}
+
+void iw_adapter_close(struct nd_adapter *a)
+{
+    struct iw_engine *e = a->progress_engine;
+    uint64_t one = 1;
+
+    if (!e)
+        return;
+    a->progress_engine = NULL;
+    if (pthread_equal(pthread_self(), e->thread))
+        __atomic_store_n(&e->detached, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->stop, true, __ATOMIC_RELEASE);
+    if (write(e->wakefd, &one, sizeof(one)) < 0)
+        nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "engine stop: %m");
+    if (pthread_equal(pthread_self(), e->thread)) {
+        /* The engine dropped the adapter's last reference itself: it frees itself on exit. */
+        __atomic_store_n(&e->detached, true, __ATOMIC_RELEASE);
+        pthread_detach(e->thread);
+        return;
+    }
+    pthread_join(e->thread, NULL);
+    engine_free(e);
+}

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The iwarp transport: RDMAP/DDP/MPA over TCP (spec/iwarp-wire.md), so that a netdirect
+ * process and Linux siw are peers. Connection set-up is MPA request/reply on the TCP
+ * connection (iw_cm.c); the data path frames initiator requests into FPDUs and places
+ * inbound FPDUs into registered memory (iw_data.c); one progress thread per adapter
+ * (iw_engine.c) moves bytes when no application thread is polling.
+ */
+#ifndef ND_IWARP_H
+#define ND_IWARP_H
+
+#include "core/transport.h"
+#include "wire.h"
+
+#include <sys/uio.h>
+
+#define IW_TXF_MAX 32               /* FPDUs framed ahead of the socket */
+#define IW_TXF_IOV 36               /* iovecs of one FPDU: header, payload pieces, trailer */
+#define IW_RXBUF 65536u
+#define IW_RNR_TIMEOUT_NS (100ull * 1000000)    /* a Send waits this long for a receive */
+
+/* transport options carried in nd_cm_msg.xport_opts */
+#define IW_OPT_CRC 0x1u             /* the peer asked for CRC */
+#define IW_OPT_P2P 0x2u             /* peer-to-peer: the initiator sends an RTR frame */
+#define IW_OPT_RTR_WRITE 0x4u
+#define IW_OPT_RTR_READ 0x8u
+#define IW_OPT_ENHANCED 0x10u       /* the request carried the RFC 6581 block */
+#define IW_OPT_REV1 0x20u           /* the request was MPA revision 1 */
+
+struct iw_engine;
+
+/* An initiator request on its way, kept at its queue index. */
+struct iw_txe {
+    struct nd_wr wr;
+    nd_sge *sge;                    /* private copy (iq_sge entries reserved per slot) */
+    uint64_t framed;                /* payload bytes framed so far */
+    uint64_t got;                   /* Read: response bytes placed */
+    uint64_t sink_to;               /* Read: where the response starts (the first buffer) */
+    uint32_t msn;
+    uint8_t state;                  /* enum iw_txe_state */
+    nd_status status;
+};
+
+/* An inbound Read Request waiting for its response to be sent. */
+struct iw_rresp {
+    uint32_t sink_stag, src_stag, size, sent;
+    uint64_t sink_to, src_to;
+};
+
+/* One FPDU ready (or partly written) for the socket. */
+struct iw_txf {
+    uint8_t hdr[IW_MAX_HDR];
+    uint8_t trailer[8];             /* pad and CRC */
+    struct iovec iov[IW_TXF_IOV];
+    uint32_t niov, total, done;
+    int32_t ends_txe;               /* the last FPDU of initiator request (index), or -1 */
+    bool ends_rresp;
+};
+
+enum iw_rx_state { RX_HDR, RX_PAYLOAD, RX_TRAILER };
+
+struct iw_conn {
+    struct nd_qp *qp;
+    struct iw_engine *eng;
+    uint32_t slot;                  /* in the engine's table */
+    int sock;
+    int doorbell;                   /* eventfd: rung once when the peer left */
+    bool crc, dead, want_out, rang, completing;
+    nd_status term_status;          /* what the peer's Terminate meant, if it sent one */
+    uint32_t ird, ord;
+    uint32_t fpdu_max;              /* FPDU bytes: the path MSS rounded down to 8 */
+    /* initiator side */
+    struct iw_txe *txq;             /* iq_entries, at index & mask */
+    nd_sge *txq_sges;
+    uint8_t *inline_buf;            /* inline data copied at post time, inline_size per slot */
+    uint32_t tx_next;               /* next request to frame */
+    uint32_t comp_next;             /* next request to complete */
+    uint32_t posted;                /* requests handed to us */
+    uint32_t reads_out;             /* Read Requests sent, not yet answered */
+    uint32_t read_head;             /* the oldest request that may be a Read awaiting its response */
+    uint32_t msn_send, msn_read;    /* last MSN used per queue */
+    int32_t cur_txe;                /* request being framed, or -1 */
+    bool cur_rresp;                 /* a Read Response is being framed */
+    struct iw_txf txf[IW_TXF_MAX];
+    uint32_t txf_head, txf_count;
+    /* responder side */
+    struct iw_rresp *irq;
+    uint32_t irq_cap, irq_head, irq_count;
+    /* receive side */
+    uint8_t *rxbuf;
+    uint32_t rx_lo, rx_hi;
+    enum iw_rx_state rx_state;
+    struct iw_hdr rh;               /* the FPDU being received */
+    uint32_t rx_left;               /* payload bytes of it still to come */
+    uint32_t rx_seg_off;            /* payload bytes of it placed so far */
+    uint32_t rx_crc;
+    uint32_t expect_msn_send, expect_msn_read;
+    uint32_t next_recv;             /* the QP's next posted receive to fill */
+    bool msg_open;                  /* an untagged Send message is in progress */
+    uint32_t msg_recv;              /* its receive (queue index, or SRQ slot) */
+    uint32_t msg_bytes, msg_cap;
+    bool msg_overrun, msg_solicited, msg_bad;
+    nd_sge *msg_sge;                /* the receive's buffers */
+    uint32_t msg_nsge;
+    uint64_t stalled_since;         /* a Send waits for a receive (0: not stalled) */
+    struct nd_ring_producer rprod;  /* into our own inbound ring: receive completions */
+    atomic_uint polls;              /* application polls: the engine stays out while they run */
+};
+
+/* iw_cm.c */
+int iw_cm_listen(const struct sockaddr *addr, int port_fd, int backlog);
+int iw_cm_accept(int listen_fd, pid_t *pid);
+int iw_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t *pid);
+nd_status iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp);
+nd_status iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect);
+nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
+                    bool active);
+
+/* iw_data.c: called with the QP lock held */
+nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp);
+void iw_conn_free(struct iw_conn *c);
+void iw_tx_pump(struct iw_conn *c);
+void iw_rx_pump(struct iw_conn *c);
+/* Queue a zero-length RDMA Write to STag 1: the RTR frame of peer-to-peer start-up. */
+void iw_send_rtr(struct iw_conn *c);
+void iw_post(struct nd_qp *qp, const struct nd_wr *wr);
+void iw_recv_posted(struct nd_qp *qp);
+void iw_progress(struct nd_qp *qp);
+void iw_shutdown(struct nd_qp *qp, nd_status why);
+void iw_destroy(struct nd_qp *qp);
+
+/* iw_engine.c */
+nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c);
+void iw_engine_remove(struct iw_conn *c);
+/* Ask the engine to look at @c again (a receive was posted, the socket wants writing). */
+void iw_engine_kick(struct iw_conn *c);
+void iw_engine_want_out(struct iw_conn *c, bool on);
+void iw_adapter_close(struct nd_adapter *a);
+
+extern const struct nd_transport_ops iwarp_transport;
+
+#endif
