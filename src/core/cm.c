@@ -212,6 +212,7 @@ static void on_message(struct nd_connector *c, struct nd_cm_msg *m, struct nd_ov
             c->state = ND_CS_CONNECTED;
             finish_kind(c, ND_CR_ACCEPT, ND_SUCCESS, b);
         } else if (m->type == ND_CM_REJ) {
+            close_sock(c);
             c->state = ND_CS_DISCONNECTED;
             nd_qp_fail(c->qp, ND_CANCELED);
             finish_kind(c, ND_CR_ACCEPT, ND_CONNECTION_REFUSED, b);
@@ -232,6 +233,9 @@ static void on_message(struct nd_connector *c, struct nd_cm_msg *m, struct nd_ov
         }
         break;
     default:
+        /* Nothing left to hear on this connection (an orderly close reads as REJ forever). */
+        if (m->type == ND_CM_REJ || m->type == ND_CM_DISC)
+            close_sock(c);
         break;
     }
     nd_cm_msg_close_fds(m);

@@ -290,6 +290,8 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     if (active && (m->xport_opts & IW_OPT_P2P))
         iw_send_rtr(c);
     iw_rx_pump(c);      /* anything that arrived with the Reply or the RTR */
+    /* Pollers of the QP's CQs move its bytes themselves (busy-poll) and spare the engine. */
+    __atomic_store_n(&qp->has_progress, true, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&qp->lock);
     nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "QP %p connected (%s, CRC %s, FPDU %u bytes, IRD %u ORD %u)", (void *)qp,
            active ? "active" : "passive", c->crc ? "on" : "off", c->fpdu_max, ird, ord);

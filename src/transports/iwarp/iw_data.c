@@ -134,6 +134,8 @@ static void conn_fail(struct iw_conn *c, nd_status why)
 
 static enum hdr_verdict terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, nd_status local)
 {
+    nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "protocol error on opcode %u (tagged %d qn %u msn %u mo %u; expected msn %u/%u)",
+           c->rh.opcode, c->rh.tagged, c->rh.qn, c->rh.msn, c->rh.mo, c->expect_msn_send, c->expect_msn_read);
     send_terminate(c, layer, etype, ecode);
     conn_fail(c, local);
     return HDR_FAIL;
@@ -241,7 +243,7 @@ static void frame_request(struct iw_conn *c, struct iw_txe *e)
         }
     }
     e->framed += plen;
-    h.last = e->framed == e->wr.total;
+    h.last = e->wr.type == ND_REQUEST_TYPE_READ || e->framed == e->wr.total;
     seal(c, f, &h, plen);
     if (h.last) {
         f->ends_txe = (int32_t)(e->wr.index & 0x7fffffff);

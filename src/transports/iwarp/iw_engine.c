@@ -54,8 +54,11 @@ static struct nd_qp *lookup(struct iw_engine *e, uint64_t key, struct iw_conn **
     return qp;
 }
 
-static void serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
+/* Move @c's bytes; returns whether it waits for a receive (the engine then ticks). */
+static bool serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
 {
+    bool stalled;
+
     pthread_mutex_lock(&qp->lock);
     if (qp->conn == c && !c->dead) {
         if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
@@ -63,8 +66,10 @@ static void serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
         if (!c->dead && (c->want_out || (events & EPOLLOUT)))
             iw_tx_pump(c);
     }
+    stalled = qp->conn == c && !c->dead && c->stalled_since;
     pthread_mutex_unlock(&qp->lock);
     nd_qp_unref(qp);
+    return stalled;
 }
 
 /* Everything that may have work without a socket event: stalled receives, kicks. */
@@ -86,8 +91,7 @@ static bool sweep(struct iw_engine *e)
         pthread_mutex_unlock(&e->lock);
         if (!key || !(qp = lookup(e, key, &c)))
             continue;
-        serve(qp, c, EPOLLIN);
-        stalled |= __atomic_load_n(&c->stalled_since, __ATOMIC_RELAXED) != 0;
+        stalled |= serve(qp, c, EPOLLIN);
     }
     return stalled;
 }
@@ -125,8 +129,8 @@ static void *engine_main(void *arg)
                 if (read(e->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
                     nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "engine wake read: %m");
                 want_sweep = true;
-            } else if ((qp = lookup(e, ev[i].data.u64, &c))) {
-                serve(qp, c, ev[i].events);
+            } else if ((qp = lookup(e, ev[i].data.u64, &c)) && serve(qp, c, ev[i].events)) {
+                stalled = true;
             }
         }
         if (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
