@@ -144,7 +144,8 @@ static size_t fpdu(uint8_t *out, struct iw_hdr *h, const void *payload, uint32_t
     h->ddp_version = IW_DDP_VERSION;
     h->rdmap_version = IW_RDMAP_VERSION;
     n = iw_hdr_encode(out, h);
-    memcpy(out + n, payload, plen);
+    if (plen)
+        memcpy(out + n, payload, plen);
     n += plen;
     memset(out + n, 0, iw_pad(h->ulpdu_len));
     n += iw_pad(h->ulpdu_len);

@@ -834,7 +834,8 @@ void iw_post(struct nd_qp *qp, const struct nd_wr *wr)
         uint64_t off = 0;
 
         for (uint32_t i = 0; i < wr->nsge && off + wr->sge[i].buffer_length <= qp->inline_size; i++) {
-            memcpy(buf + off, wr->sge[i].buffer, wr->sge[i].buffer_length);
+            if (wr->sge[i].buffer_length)
+                memcpy(buf + off, wr->sge[i].buffer, wr->sge[i].buffer_length);
             off += wr->sge[i].buffer_length;
         }
         e->sge[0] = (nd_sge){ .buffer = buf, .buffer_length = (uint32_t)off };
