@@ -8,6 +8,7 @@
  * the data path (iwarp-wire.md §10.2).
  */
 #include "iwarp.h"
+#include "core/cm_int.h"
 #include "core/env.h"
 #include "core/log.h"
 
@@ -69,15 +70,14 @@ int iw_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t 
     if (local && local->sa_family == dest->sa_family) {
         /* From the connector's address; the port is TCP's choice (the connector's own port
          * stays reserved by its bound socket). */
-        memcpy(&from, local, dest->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+        memcpy(&from, local, nd_sockaddr_len(local));
         if (from.ss_family == AF_INET)
             ((struct sockaddr_in *)&from)->sin_port = 0;
         else
             ((struct sockaddr_in6 *)&from)->sin6_port = 0;
-        bind(fd, (struct sockaddr *)&from, from.ss_family == AF_INET ? sizeof(struct sockaddr_in)
-                                                                     : sizeof(struct sockaddr_in6));
+        bind(fd, (struct sockaddr *)&from, nd_sockaddr_len((struct sockaddr *)&from));
     }
-    if (connect(fd, dest, dest->sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) == 0)
+    if (connect(fd, dest, nd_sockaddr_len(dest)) == 0)
         return fd;
     if (errno != EINPROGRESS) {
         err = errno;

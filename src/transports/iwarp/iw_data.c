@@ -869,7 +869,6 @@ void iw_progress(struct nd_qp *qp)
 
     if (!c)
         return;
-    atomic_fetch_add_explicit(&c->polls, 1, memory_order_relaxed);
     if (pthread_mutex_trylock(&qp->lock))
         return;
     if (qp->conn == c && !c->dead) {

@@ -72,7 +72,7 @@ static bool serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
     return stalled;
 }
 
-/* Everything that may have work without a socket event: stalled receives, kicks. */
+/* Everything that may have work without a socket event: stalled receives. */
 static bool sweep(struct iw_engine *e)
 {
     bool stalled = false;
@@ -230,14 +230,6 @@ void iw_engine_remove(struct iw_conn *c)
     e->count--;
     pthread_mutex_unlock(&e->lock);
     c->eng = NULL;
-}
-
-void iw_engine_kick(struct iw_conn *c)
-{
-    uint64_t one = 1;
-
-    if (c->eng && write(c->eng->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-        nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "engine kick: %m");
 }
 
 void iw_engine_want_out(struct iw_conn *c, bool on)

@@ -104,7 +104,6 @@ struct iw_conn {
     uint32_t msg_nsge;
     uint64_t stalled_since;         /* a Send waits for a receive (0: not stalled) */
     struct nd_ring_producer rprod;  /* into our own inbound ring: receive completions */
-    atomic_uint polls;              /* application polls: the engine stays out while they run */
 };
 
 /* iw_cm.c */
@@ -132,8 +131,6 @@ void iw_destroy(struct nd_qp *qp);
 /* iw_engine.c */
 nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c);
 void iw_engine_remove(struct iw_conn *c);
-/* Ask the engine to look at @c again (a receive was posted, the socket wants writing). */
-void iw_engine_kick(struct iw_conn *c);
 void iw_engine_want_out(struct iw_conn *c, bool on);
 void iw_adapter_close(struct nd_adapter *a);
 
