@@ -274,6 +274,7 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     c->crc = (m->xport_opts & IW_OPT_CRC) || want_crc();
     c->ird = ird;
     c->ord = ord;
+    c->peer_ird = m->ird;
     c->fpdu_max = path_fpdu_max(c->sock);
     nd_qp_set_connected(qp, &iwarp_transport, c);
     st = iw_engine_add(qp->adapter, c);

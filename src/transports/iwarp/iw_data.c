@@ -2,8 +2,9 @@
 /*
  * iwarp data path (spec/iwarp-wire.md §3-§6). Initiator requests are framed into FPDUs
  * no larger than the path MSS and written with one sendmsg per batch; requests complete
- * in posting order (a Send or Write when its last byte is handed to TCP, a Read when its
- * response has been placed). Inbound FPDUs are parsed as a stream and placed straight
+ * in posting order: a Read when its response has been placed, a Send or Write when a later
+ * Read Response proves the peer placed it (we add a zero-length Read, a "fence", behind
+ * the last Send or Write of a batch), or with the error of a Terminate that names it. Inbound FPDUs are parsed as a stream and placed straight
  * into registered memory after the token, range and rights checks; receive completions
  * go into the QP's own inbound ring, exactly where a same-host peer would write them.
  * Every function here runs with the QP lock held.
@@ -18,10 +19,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum iw_txe_state { TXE_FREE, TXE_QUEUED, TXE_WAIT_READ, TXE_DONE };
+enum iw_txe_state { TXE_FREE, TXE_QUEUED, TXE_WAIT_ACK, TXE_WAIT_READ, TXE_DONE };
 enum hdr_verdict { HDR_OK, HDR_STALL, HDR_FAIL };
 
-#define IRQ_CAP 128u                /* inbound Reads in flight: >= any IRD we negotiate */
+#define IRQ_CAP 136u                /* inbound Reads in flight: any IRD we negotiate (128) + fences */
+#define FENCE_STAG 1u               /* the source STag of a fence, as siw's Read RTR uses */
 
 static struct iw_txe *txe_at(struct iw_conn *c, uint32_t index)
 {
@@ -43,8 +45,9 @@ nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp)
     c->inline_buf = qp->inline_size ? malloc((size_t)qp->iq_entries * qp->inline_size) : NULL;
     c->rxbuf = malloc(IW_RXBUF);
     c->irq = calloc(IRQ_CAP, sizeof(*c->irq));
+    c->rdq = calloc(IW_RDQ_CAP, sizeof(*c->rdq));
     c->msg_sge = calloc(rsge, sizeof(*c->msg_sge));
-    if (!c->txq || !c->txq_sges || !c->rxbuf || !c->irq || !c->msg_sge || (qp->inline_size && !c->inline_buf)) {
+    if (!c->txq || !c->txq_sges || !c->rxbuf || !c->irq || !c->rdq || !c->msg_sge || (qp->inline_size && !c->inline_buf)) {
         iw_conn_free(c);
         return ND_NO_MEMORY;
     }
@@ -67,6 +70,7 @@ void iw_conn_free(struct iw_conn *c)
     free(c->inline_buf);
     free(c->rxbuf);
     free(c->irq);
+    free(c->rdq);
     free(c->msg_sge);
     free(c);
 }
@@ -93,10 +97,22 @@ static void complete_in_order(struct iw_conn *c)
 
 static void txe_done(struct iw_conn *c, struct iw_txe *e, nd_status st)
 {
-    if (e->state == TXE_WAIT_READ)
-        c->reads_out--;
+    (void)c;
     e->state = TXE_DONE;
     e->status = st;
+}
+
+/* A Read Response proved that the peer placed everything before queue index @upto. */
+static void confirm(struct iw_conn *c, uint32_t upto)
+{
+    if ((int32_t)(c->comp_next - c->ack_next) > 0)
+        c->ack_next = c->comp_next;
+    for (; (int32_t)(upto - c->ack_next) > 0; c->ack_next++) {
+        struct iw_txe *e = txe_at(c, c->ack_next);
+
+        if (e->state == TXE_WAIT_ACK && e->wr.index == c->ack_next)
+            txe_done(c, e, ND_SUCCESS);
+    }
 }
 
 /* ---- failure ---- */
@@ -109,8 +125,10 @@ static void ring_doorbell(struct iw_conn *c)
         c->rang = true;
 }
 
-/* Best effort: a Terminate goes out only between FPDUs, never inside a half-written one. */
-static void send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode)
+/* Best effort: a Terminate goes out only between FPDUs, never inside a half-written one.
+ * @about is the header of the segment at fault (attached so the peer can tell which of
+ * its requests failed), or NULL. */
+static void send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, const struct iw_hdr *about)
 {
     struct iw_term t = { .layer = layer, .etype = etype, .ecode = ecode };
     uint8_t buf[IW_MAX_HDR + 8];
@@ -118,6 +136,8 @@ static void send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint
 
     if (c->dead || c->sock < 0 || (c->txf_count && c->txf[c->txf_head].done))
         return;
+    if (about)
+        iw_term_attach(&t, about, about->ulpdu_len - about->hdr_len);
     n = iw_term_encode(buf, &t);
     if (c->crc)
         iw_put_le32(buf + n - 4, iw_crc32c(buf, n - 4));
@@ -136,7 +156,7 @@ static enum hdr_verdict terminate(struct iw_conn *c, uint8_t layer, uint8_t etyp
 {
     nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "protocol error on opcode %u (tagged %d qn %u msn %u mo %u; expected msn %u/%u)",
            c->rh.opcode, c->rh.tagged, c->rh.qn, c->rh.msn, c->rh.mo, c->expect_msn_send, c->expect_msn_read);
-    send_terminate(c, layer, etype, ecode);
+    send_terminate(c, layer, etype, ecode, layer == IW_LAYER_LLP ? NULL : &c->rh);
     conn_fail(c, local);
     return HDR_FAIL;
 }
@@ -248,8 +268,40 @@ static void frame_request(struct iw_conn *c, struct iw_txe *e)
     if (h.last) {
         f->ends_txe = (int32_t)(e->wr.index & 0x7fffffff);
         c->cur_txe = -1;
+        c->unfenced = e->wr.type != ND_REQUEST_TYPE_READ;
     }
     c->txf_count++;
+}
+
+static void rdq_push(struct iw_conn *c, uint32_t upto, int32_t txe)
+{
+    c->rdq[(c->rdq_head + c->rdq_count++) % IW_RDQ_CAP] = (struct iw_rd){ .upto = upto, .txe = txe };
+    c->reads_out++;
+}
+
+static uint32_t read_budget(const struct iw_conn *c)
+{
+    uint32_t b = c->peer_ird ? c->peer_ird : 1;    /* our own peers always take one fence */
+
+    return b < IW_RDQ_CAP ? b : IW_RDQ_CAP;
+}
+
+/* A zero-length Read behind the Sends and Writes framed so far. false: no slot free. */
+static bool frame_fence(struct iw_conn *c)
+{
+    struct iw_txf *f;
+    struct iw_hdr h = { .opcode = IW_OP_READ_REQ, .qn = IW_QN_READ, .last = true };
+
+    if (c->reads_out >= read_budget(c))
+        return false;               /* an answer on its way frees one; we fence then */
+    f = txf_new(c);
+    h.msn = ++c->msn_read;
+    h.rr.src_stag = FENCE_STAG;
+    seal(c, f, &h, 0);
+    c->txf_count++;
+    rdq_push(c, c->tx_next, -1);
+    c->unfenced = false;
+    return true;
 }
 
 static void frame_read_response(struct iw_conn *c)
@@ -268,7 +320,8 @@ static void frame_read_response(struct iw_conn *c)
     /* Checked when the request came; checked again in case the memory went away since. */
     if (want && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, r->src_stag, r->src_to + r->sent, want,
                               ND_ACCESS_REMOTE_READ)) {
-        terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, ND_ACCESS_VIOLATION);
+        send_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, NULL);
+        conn_fail(c, ND_ACCESS_VIOLATION);
         return;
     }
     payload_iov(&src, 1, 0, want, f->iov, &f->niov, IW_TXF_IOV - 1);
@@ -280,6 +333,8 @@ static void frame_read_response(struct iw_conn *c)
         c->cur_rresp = false;
         c->irq_head = (c->irq_head + 1) % c->irq_cap;
         c->irq_count--;
+        if (!r->size)
+            c->irq_fences--;
     }
     c->txf_count++;
 }
@@ -308,10 +363,11 @@ static bool start_next(struct iw_conn *c)
             txe_done(c, e, ND_INVALID_DEVICE_REQUEST);     /* no outbound Read was negotiated */
             return true;
         }
-        if (c->reads_out >= c->ord)
+        if (c->reads_out >= c->ord || c->reads_out >= read_budget(c))
             return false;           /* ORD reached: wait for a response */
-        c->reads_out++;
         e->msn = ++c->msn_read;
+        rdq_push(c, e->wr.index, (int32_t)(e->wr.index & 0x7fffffff));
+        c->unfenced = false;        /* its response confirms everything before it */
     } else if (e->wr.type == ND_REQUEST_TYPE_SEND) {
         e->msn = ++c->msn_send;
     }
@@ -331,7 +387,7 @@ static void frame_all(struct iw_conn *c)
             frame_request(c, txe_at(c, (uint32_t)c->cur_txe));
         else if (c->irq_count)
             c->cur_rresp = true;
-        else if (!start_next(c))
+        else if (!start_next(c) && !(c->unfenced && frame_fence(c)))
             break;
     }
 }
@@ -341,10 +397,7 @@ static void fpdu_sent(struct iw_conn *c, struct iw_txf *f)
     if (f->ends_txe >= 0) {
         struct iw_txe *e = txe_at(c, (uint32_t)f->ends_txe);
 
-        if (e->wr.type == ND_REQUEST_TYPE_READ)
-            e->state = TXE_WAIT_READ;
-        else
-            txe_done(c, e, ND_SUCCESS);
+        e->state = e->wr.type == ND_REQUEST_TYPE_READ ? TXE_WAIT_READ : TXE_WAIT_ACK;
     }
 }
 
@@ -471,7 +524,7 @@ static uint8_t *rx_dst(struct iw_conn *c, uint32_t off, uint32_t *len)
         *len = c->rx_left;
         return (uint8_t *)(uintptr_t)(h->to + off);
     case IW_OP_READ_RESP: {
-        struct iw_txe *e = txe_at(c, c->read_head);
+        struct iw_txe *e = txe_at(c, (uint32_t)c->rdq[c->rdq_head].txe);
 
         sge = e->wr.sge;
         nsge = e->wr.nsge;
@@ -512,8 +565,11 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
         if (h->mo != 0)
             return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
         if (!claim_receive(c)) {
-            if (!c->stalled_since)
+            if (!c->stalled_since) {
                 c->stalled_since = nd_now_ns();
+                nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "Send %u waits for a receive", h->msn);
+                iw_engine_kick(c);
+            }
             /* An SRQ waits as long as it takes (ND §3.2); a QP's own queue has a bound. */
             if (c->qp->srq || nd_now_ns() - c->stalled_since < IW_RNR_TIMEOUT_NS)
                 return HDR_STALL;
@@ -541,18 +597,18 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
 static enum hdr_verdict check_read_response(struct iw_conn *c, uint32_t plen)
 {
     const struct iw_hdr *h = &c->rh;
+    const struct iw_rd *rd = &c->rdq[c->rdq_head];
     struct iw_txe *e;
 
-    /* Responses come in request order: they answer the oldest Read still waiting. */
-    while (c->read_head != c->tx_next) {
-        e = txe_at(c, c->read_head);
-        if (e->wr.type == ND_REQUEST_TYPE_READ && e->state == TXE_WAIT_READ)
-            break;
-        c->read_head++;
-    }
-    if (c->read_head == c->tx_next)
+    /* Responses come in request order: they answer the oldest Read (or fence) in flight. */
+    if (!c->rdq_count)
         return terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x02, ND_CANCELED);
-    e = txe_at(c, c->read_head);
+    if (rd->txe < 0) {
+        if (h->stag != 0 || h->to != 0 || plen || !h->last)
+            return terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, ND_CANCELED);
+        return HDR_OK;
+    }
+    e = txe_at(c, (uint32_t)rd->txe);
     e->sink_to = e->wr.nsge ? (uint64_t)(uintptr_t)e->wr.sge[0].buffer : 0;
     if (h->stag != (e->wr.nsge ? e->wr.sge[0].memory_region_token : 0) || h->to != e->sink_to + e->got ||
         e->got + plen > e->wr.total)
@@ -567,27 +623,60 @@ static enum hdr_verdict check_read_request(struct iw_conn *c)
 
     if (h->msn != c->expect_msn_read)
         return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, ND_CANCELED);
-    if (c->irq_count >= (c->ird ? c->ird : 0) || c->irq_count >= c->irq_cap)
+    /* Zero-length Reads (fences, Read RTRs) move no data: they do not count against IRD. */
+    if (c->irq_count >= c->irq_cap || (h->rr.size && c->irq_count - c->irq_fences >= c->ird))
         return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x07, ND_CANCELED);
     if (h->rr.size && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->rr.src_stag, h->rr.src_to,
                                     h->rr.size, ND_ACCESS_REMOTE_READ))
         return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, ND_ACCESS_VIOLATION);
     c->expect_msn_read++;
+    c->irq_fences += !h->rr.size;
     r = &c->irq[(c->irq_head + c->irq_count++) % c->irq_cap];
     *r = (struct iw_rresp){ .sink_stag = h->rr.sink_stag, .src_stag = h->rr.src_stag, .size = h->rr.size,
                             .sink_to = h->rr.sink_to, .src_to = h->rr.src_to };
     return HDR_OK;
 }
 
-/* What a Terminate from the peer means for our outstanding requests. */
+/* What a Terminate from the peer means for the request it names. */
 static nd_status term_status(const struct iw_term *t)
 {
     if ((t->layer == IW_LAYER_RDMAP && t->etype == IW_RDMAP_ET_PROTECTION) ||
         (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_TAGGED))
         return ND_ACCESS_VIOLATION;
     if (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_UNTAGGED && t->ecode == 0x02)
-        return ND_IO_TIMEOUT;       /* our Send found no receive (or no room) */
+        return ND_IO_TIMEOUT;       /* our Send found no receive */
+    if (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_UNTAGGED && t->ecode == 0x05)
+        return ND_SUCCESS;          /* our Send was longer than the receive: delivered, cut
+                                     * short (ND over iWARP reports the sender ND_SUCCESS) */
     return ND_CANCELED;
+}
+
+static bool names_request(const struct iw_txe *e, const struct iw_hdr *o)
+{
+    if (o->tagged)
+        return e->wr.type == ND_REQUEST_TYPE_WRITE && e->wr.remote_token == o->stag && o->to >= e->wr.remote_addr &&
+               o->to - e->wr.remote_addr <= e->wr.total;
+    if (o->qn == IW_QN_SEND)
+        return e->wr.type == ND_REQUEST_TYPE_SEND && e->msn == o->msn;
+    return o->qn == IW_QN_READ && e->wr.type == ND_REQUEST_TYPE_READ && e->msn == o->msn;
+}
+
+/* Which of our unfinished requests the Terminate's attached header names, if any. */
+static void find_named_request(struct iw_conn *c, const struct iw_term *t)
+{
+    struct iw_hdr o;
+
+    if (!iw_term_offender(t, &o))
+        return;
+    for (uint32_t i = c->comp_next; i != c->tx_next; i++) {
+        struct iw_txe *e = txe_at(c, i);
+
+        if (e->state != TXE_DONE && names_request(e, &o)) {
+            c->term_named = true;
+            c->term_index = i;
+            return;
+        }
+    }
 }
 
 static enum hdr_verdict on_header(struct iw_conn *c)
@@ -620,8 +709,10 @@ static enum hdr_verdict on_header(struct iw_conn *c)
     case IW_OP_TERMINATE:
         nd_log(ND_LOG_INFO, ND_SUB_IWARP, "peer sent Terminate: layer %u type %u code 0x%02x%s", h->term.layer,
                h->term.etype, h->term.ecode, h->term.siw_order ? " (siw bit order)" : "");
+        c->got_term = true;
         c->term_status = term_status(&h->term);
-        conn_fail(c, c->term_status);
+        find_named_request(c, &h->term);
+        conn_fail(c, c->term_status ? c->term_status : ND_CANCELED);
         return HDR_FAIL;
     default:
         return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, ND_CANCELED);
@@ -644,7 +735,7 @@ static void complete_receive(struct iw_conn *c)
     if (c->msg_overrun) {
         /* siw's answer to a Send longer than the receive; the CQ fails the QP when it
          * returns the entry, after everything placed before it. */
-        send_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02);
+        send_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x05, &c->rh);
         c->dead = true;
         shutdown(c->sock, SHUT_RDWR);
     }
@@ -658,17 +749,23 @@ static bool on_fpdu_end(struct iw_conn *c)
 
     switch (h->tagged ? (h->opcode == IW_OP_READ_RESP ? 100 : 101) : h->opcode) {
     case 100: {
-        struct iw_txe *e = txe_at(c, c->read_head);
+        struct iw_rd rd = c->rdq[c->rdq_head];
+        struct iw_txe *e = rd.txe >= 0 ? txe_at(c, (uint32_t)rd.txe) : NULL;
 
-        e->got += plen;
+        if (e)
+            e->got += plen;
         if (h->last) {
-            if (e->got != e->wr.total) {
+            if (e && e->got != e->wr.total) {
                 terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, ND_CANCELED);
                 return false;
             }
-            txe_done(c, e, ND_SUCCESS);
-            c->read_head++;
-            iw_tx_pump(c);          /* completes it, and starts Reads that waited for ORD */
+            if (e)
+                txe_done(c, e, ND_SUCCESS);
+            c->rdq_head = (c->rdq_head + 1) % IW_RDQ_CAP;
+            c->rdq_count--;
+            c->reads_out--;
+            confirm(c, rd.upto);
+            iw_tx_pump(c);          /* completes them, and starts Reads that waited for ORD */
         }
         break;
     }
@@ -879,25 +976,43 @@ void iw_progress(struct nd_qp *qp)
     pthread_mutex_unlock(&qp->lock);
 }
 
+/* What an unfinished request @i completes with when the connection ends. A Terminate that
+ * names a request fails that one: the peer handled everything before it in order, so the
+ * Sends and Writes before it were placed. Without a name, the oldest unfinished request
+ * carries the Terminate's reason. Everything else is flushed. */
+static nd_status final_status(struct iw_conn *c, uint32_t i, const struct iw_txe *e, bool *first)
+{
+    bool was_first = *first;
+
+    *first = false;
+    if (!c->got_term)
+        return ND_CANCELED;
+    if (!c->term_named)
+        return was_first ? c->term_status : ND_CANCELED;
+    if (i == c->term_index)
+        return c->term_status;
+    if ((int32_t)(c->term_index - i) > 0 && e->state == TXE_WAIT_ACK)
+        return ND_SUCCESS;
+    return ND_CANCELED;
+}
+
 void iw_shutdown(struct nd_qp *qp, nd_status why)
 {
     struct iw_conn *c = qp->conn;
-    nd_status first = c->term_status ? c->term_status : ND_CANCELED;
+    bool first = true;
 
+    (void)why;
     c->dead = true;
     if (c->sock >= 0)
         shutdown(c->sock, SHUT_RDWR);
-    /* The oldest unfinished request carries the reason a Terminate gave; the rest flush. */
     for (uint32_t i = c->comp_next; i != c->posted; i++) {
         struct iw_txe *e = txe_at(c, i);
 
-        if (e->state != TXE_DONE) {
-            txe_done(c, e, first);
-            first = ND_CANCELED;
-        }
+        if (e->state != TXE_DONE)
+            txe_done(c, e, final_status(c, i, e, &first));
     }
     c->txf_count = 0;
-    c->irq_count = 0;
+    c->irq_count = c->irq_fences = 0;
     complete_in_order(c);
     ring_doorbell(c);
 }

@@ -81,15 +81,17 @@ static bool sweep(struct iw_engine *e)
         struct iw_conn *c = NULL;
         struct nd_qp *qp;
         uint64_t key;
+        bool used;
 
         pthread_mutex_lock(&e->lock);
         if (slot >= e->cap) {
             pthread_mutex_unlock(&e->lock);
             break;
         }
-        key = e->conns[slot] ? key_of(e, slot) : 0;
+        used = e->conns[slot] != NULL;
+        key = key_of(e, slot);      /* slot 0 of generation 0 is key 0: test "used", not the key */
         pthread_mutex_unlock(&e->lock);
-        if (!key || !(qp = lookup(e, key, &c)))
+        if (!used || !(qp = lookup(e, key, &c)))
             continue;
         stalled |= serve(qp, c, EPOLLIN);
     }
@@ -243,6 +245,16 @@ void iw_engine_want_out(struct iw_conn *c, bool on)
     ev.data.u64 = key_of(e, c->slot);
     epoll_ctl(e->epfd, EPOLL_CTL_MOD, c->sock, &ev);
     pthread_mutex_unlock(&e->lock);
+}
+
+/* A receive stall found outside the engine (an application thread polled the bytes in):
+ * the socket will not signal again, so ask the engine to sweep, and then tick. */
+void iw_engine_kick(struct iw_conn *c)
+{
+    uint64_t one = 1;
+
+    if (c->eng && write(c->eng->wakefd, &one, sizeof(one)) < 0)
+        nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "engine kick: %m");
 }
 
 void iw_adapter_close(struct nd_adapter *a)

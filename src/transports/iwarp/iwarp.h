@@ -41,6 +41,18 @@ struct iw_txe {
     nd_status status;
 };
 
+/*
+ * A Read Request on the wire, in the order responses will come back. A fence is a
+ * zero-length Read we add ourselves: its response proves that the peer has placed every
+ * Send and Write before it, which is when ND lets those complete (a remote access error
+ * or a missing receive must still reach the request that caused it).
+ */
+struct iw_rd {
+    uint32_t upto;                  /* requests before this queue index are confirmed */
+    int32_t txe;                    /* the application's Read (queue index), or -1: a fence */
+};
+#define IW_RDQ_CAP 256u             /* > any ORD we negotiate (128) plus one fence */
+
 /* An inbound Read Request waiting for its response to be sent. */
 struct iw_rresp {
     uint32_t sink_stag, src_stag, size, sent;
@@ -66,8 +78,12 @@ struct iw_conn {
     int sock;
     int doorbell;                   /* eventfd: rung once when the peer left */
     bool crc, dead, want_out, rang, completing;
-    nd_status term_status;          /* what the peer's Terminate meant, if it sent one */
+    bool got_term;                  /* the peer sent a Terminate: */
+    nd_status term_status;          /* what it means for the request it names */
+    bool term_named;                /* it named one of our requests (the attached header) */
+    uint32_t term_index;            /* that request's queue index */
     uint32_t ird, ord;
+    uint32_t peer_ird;              /* the IRD the peer advertised: bounds Reads and fences */
     uint32_t fpdu_max;              /* FPDU bytes: the path MSS rounded down to 8 */
     /* initiator side */
     struct iw_txe *txq;             /* iq_entries, at index & mask */
@@ -76,8 +92,11 @@ struct iw_conn {
     uint32_t tx_next;               /* next request to frame */
     uint32_t comp_next;             /* next request to complete */
     uint32_t posted;                /* requests handed to us */
-    uint32_t reads_out;             /* Read Requests sent, not yet answered */
-    uint32_t read_head;             /* the oldest request that may be a Read awaiting its response */
+    uint32_t reads_out;             /* Read Requests (fences included) sent, not yet answered */
+    uint32_t ack_next;              /* the oldest request whose placement is not yet confirmed */
+    bool unfenced;                  /* a Send or Write was framed after the last Read or fence */
+    struct iw_rd *rdq;              /* Read Requests in flight, oldest at rdq_head */
+    uint32_t rdq_head, rdq_count;
     uint32_t msn_send, msn_read;    /* last MSN used per queue */
     int32_t cur_txe;                /* request being framed, or -1 */
     bool cur_rresp;                 /* a Read Response is being framed */
@@ -86,6 +105,7 @@ struct iw_conn {
     /* responder side */
     struct iw_rresp *irq;
     uint32_t irq_cap, irq_head, irq_count;
+    uint32_t irq_fences;            /* zero-length entries among them (not counted against IRD) */
     /* receive side */
     uint8_t *rxbuf;
     uint32_t rx_lo, rx_hi;
@@ -132,6 +152,7 @@ void iw_destroy(struct nd_qp *qp);
 nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c);
 void iw_engine_remove(struct iw_conn *c);
 void iw_engine_want_out(struct iw_conn *c, bool on);
+void iw_engine_kick(struct iw_conn *c);
 void iw_adapter_close(struct nd_adapter *a);
 
 extern const struct nd_transport_ops iwarp_transport;

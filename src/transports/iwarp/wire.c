@@ -305,3 +305,46 @@ size_t iw_term_encode(uint8_t *out, const struct iw_term *t)
     memset(out + n, 0, pad + 4);
     return n + pad + 4;
 }
+
+void iw_term_attach(struct iw_term *t, const struct iw_hdr *h, uint32_t plen)
+{
+    uint8_t buf[2 + IW_MAX_HDR];
+    struct iw_hdr copy = *h;
+    size_t n;
+
+    if (!h->tagged && h->opcode == IW_OP_TERMINATE)
+        return;                     /* never quote a Terminate */
+    copy.ulpdu_len = (uint16_t)plen;
+    n = iw_hdr_encode(buf, &copy);
+    if (n > IW_TERM_ATTACH_MAX)
+        return;
+    memcpy(t->attach, buf, n);
+    t->attach_len = (uint16_t)n;
+    t->m = t->d = true;
+    t->r = !h->tagged && h->opcode == IW_OP_READ_REQ;
+}
+
+bool iw_term_offender(const struct iw_term *t, struct iw_hdr *h)
+{
+    const uint8_t *p = t->attach + 2;
+
+    if (!t->d || t->attach_len < 4)
+        return false;
+    memset(h, 0, sizeof(*h));
+    h->tagged = p[0] & IW_DDP_T;
+    h->last = p[0] & IW_DDP_L;
+    h->opcode = p[1] & 0x0f;
+    if (h->tagged) {
+        if (t->attach_len < 2 + IW_HDR_TAGGED)
+            return false;
+        h->stag = iw_get32(p + 2);
+        h->to = iw_get64(p + 6);
+        return true;
+    }
+    if (t->attach_len < 2 + IW_HDR_UNTAGGED)
+        return false;
+    h->qn = iw_get32(p + 6);
+    h->msn = iw_get32(p + 10);
+    h->mo = iw_get32(p + 14);
+    return true;
+}

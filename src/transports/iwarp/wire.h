@@ -146,6 +146,12 @@ enum { IW_DDP_ET_CATASTROPHIC = 0, IW_DDP_ET_TAGGED = 1, IW_DDP_ET_UNTAGGED = 2 
 /* Build a complete Terminate FPDU (RFC layout, untagged header QN 2 MSN 1 MO 0) with the
  * optional attachment; returns its length (CRC field zero; the caller fills it). */
 size_t iw_term_encode(uint8_t *out, const struct iw_term *t);
+/* Attach the header of the offending segment @h (payload @plen bytes) to @t, as RFC 5040
+ * §4.8 lays it out: segment length, DDP header, and the RDMAP header of a Read Request. */
+void iw_term_attach(struct iw_term *t, const struct iw_hdr *h, uint32_t plen);
+/* Decode the DDP header attached to a received Terminate into @h (tagged: stag/to;
+ * untagged: qn/msn/mo). false when none is attached or it is too short to read. */
+bool iw_term_offender(const struct iw_term *t, struct iw_hdr *h);
 
 /* Store/load big-endian fields. */
 static inline void iw_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
