@@ -57,6 +57,13 @@ static void cq_run_progress(struct nd_cq *cq)
             cq->src[i]->ops->progress(cq->src[i]->ctx);
 }
 
+static void cq_run_idle(struct nd_cq *cq)
+{
+    for (uint32_t i = 0; i < cq->nsrc; i++)
+        if (cq->src[i]->ops->idle && !cq->src[i]->broken)
+            cq->src[i]->ops->idle(cq->src[i]->ctx);
+}
+
 static uint32_t src_drain(struct nd_cq_src *s, nd_result *out, uint32_t max)
 {
     uint32_t n = 0, start = s->cons;
@@ -309,6 +316,8 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
         if (!cq_progress(cq, &b) && woke)
             cq_rearm_and_look(cq, &b);      /* a spent signal: see cq_rearm_and_look */
         timeout = cq->ndefer_capable ? 10 : -1;
+        if (nd_ov_is_pending(ov))
+            cq_run_idle(cq);
         pthread_mutex_unlock(&cq->lock);
         nd_port_deliver(&b);
         if (!nd_ov_is_pending(ov))
@@ -352,6 +361,8 @@ ND_API nd_status nd_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov)
         if (cq_progress(cq, &b)) {
             st = __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE);
             nd_ovbatch_remove(&b, ov);
+        } else {
+            cq_run_idle(cq);        /* the caller is about to wait for the notify */
         }
     }
     pthread_mutex_unlock(&cq->lock);

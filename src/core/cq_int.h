@@ -30,6 +30,8 @@ struct nd_cq_src_ops {
     void (*broken)(void *ctx);
     /* Optional: let the owner move deferred work before the CQ looks (CQ lock held). */
     void (*progress)(void *ctx);
+    /* Optional: the poller is about to sleep; nothing may wait for its next poll (CQ lock held). */
+    void (*idle)(void *ctx);
 };
 
 struct nd_cq {

@@ -209,9 +209,18 @@ static void qp_progress(void *ctx)
         qp->tops->progress(qp);
 }
 
-static const struct nd_cq_src_ops initiator_ops = { .translate = initiator_translate, .progress = qp_progress };
+static void qp_idle(void *ctx)
+{
+    struct nd_qp *qp = ctx;
+
+    if (__atomic_load_n(&qp->has_progress, __ATOMIC_ACQUIRE) && qp->tops->idle)
+        qp->tops->idle(qp);
+}
+
+static const struct nd_cq_src_ops initiator_ops = { .translate = initiator_translate, .progress = qp_progress,
+                                                    .idle = qp_idle };
 static const struct nd_cq_src_ops inbound_ops = { .translate = inbound_translate, .broken = inbound_broken,
-                                                  .progress = qp_progress };
+                                                  .progress = qp_progress, .idle = qp_idle };
 /* When both queues share a CQ, the initiator ring's hook already moves the QP on every poll. */
 static const struct nd_cq_src_ops inbound_ops_shared_cq = { .translate = inbound_translate,
                                                             .broken = inbound_broken };

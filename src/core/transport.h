@@ -44,6 +44,9 @@ struct nd_transport_ops {
     void (*recv_posted)(struct nd_qp *qp);
     /* Move deferred work (held sends, peer liveness). Called when the QP's CQs are polled. */
     void (*progress)(struct nd_qp *qp);
+    /* Optional: the thread that polled the QP's CQ is about to sleep (it armed the CQ or
+     * waits on it): work left for the next poll must move without one. */
+    void (*idle)(struct nd_qp *qp);
     /* The QP enters the error state or closes: cancel held requests (in order), tell the
      * peer, and stop moving bytes. */
     void (*shutdown)(struct nd_qp *qp, nd_status why);

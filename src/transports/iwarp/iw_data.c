@@ -149,6 +149,7 @@ static void send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint
 /* The connection is over: the QP enters the error state (which calls iw_shutdown). */
 static void conn_fail(struct iw_conn *c, nd_status why)
 {
+    c->dead = true;                 /* nothing more goes out, not even answers we owe */
     nd_qp_fail_locked(c->qp, why);
 }
 
@@ -405,6 +406,7 @@ void iw_tx_pump(struct iw_conn *c)
 {
     struct iovec iov[256];
 
+    __atomic_store_n(&c->owed_since, 0, __ATOMIC_RELAXED);  /* frame_all answers every queued Read */
     while (!c->dead) {
         uint32_t n = 0;
         ssize_t w;
@@ -775,7 +777,12 @@ static bool on_fpdu_end(struct iw_conn *c)
             complete_receive(c);
         break;
     case IW_OP_READ_REQ:
-        iw_tx_pump(c);
+        if (c->app_rx && !c->rh.rr.size && c->irq_count == c->irq_fences) {
+            if (!c->owed_since)
+                __atomic_store_n(&c->owed_since, nd_now_ns(), __ATOMIC_RELAXED);
+        } else {
+            iw_tx_pump(c);
+        }
         break;
     default:
         break;
@@ -966,14 +973,38 @@ void iw_progress(struct nd_qp *qp)
 
     if (!c)
         return;
+    iw_engine_note_poll(c);
     if (pthread_mutex_trylock(&qp->lock))
         return;
     if (qp->conn == c && !c->dead) {
+        c->app_rx = true;
         iw_rx_pump(c);
-        if (c->want_out && !c->dead)
+        c->app_rx = false;
+        if (!c->dead && (c->want_out || (c->owed_since && nd_now_ns() - c->owed_since >= IW_FENCE_DEFER_NS)))
             iw_tx_pump(c);
     }
     pthread_mutex_unlock(&qp->lock);
+}
+
+/* The poller goes to sleep: answer what waited for its next post, and hand the socket
+ * back to the engine now rather than after IW_POLL_GONE_NS. */
+void iw_idle(struct nd_qp *qp)
+{
+    struct iw_conn *c = qp->conn;
+
+    if (!c)
+        return;
+    __atomic_store_n(&c->polled_ns, 0, __ATOMIC_RELAXED);
+    /* The CQ lock is held: never wait for the QP lock here. Its holder is the engine or
+     * another poller; the engine's sweep answers for us then. */
+    if (pthread_mutex_trylock(&qp->lock) == 0) {
+        if (qp->conn == c && !c->dead && c->owed_since)
+            iw_tx_pump(c);
+        pthread_mutex_unlock(&qp->lock);
+    } else {
+        iw_engine_kick(c);
+    }
+    iw_engine_unpark(c);
 }
 
 /* What an unfinished request @i completes with when the connection ends. A Terminate that
@@ -1002,6 +1033,10 @@ void iw_shutdown(struct nd_qp *qp, nd_status why)
     bool first = true;
 
     (void)why;
+    /* A local disconnect: the fence answers we held for a next post still go out, or the
+     * peer's last Sends would flush instead of completing. */
+    if (!c->dead && c->owed_since)
+        iw_tx_pump(c);
     c->dead = true;
     if (c->sock >= 0)
         shutdown(c->sock, SHUT_RDWR);
@@ -1040,6 +1075,7 @@ const struct nd_transport_ops iwarp_transport = {
     .post = iw_post,
     .recv_posted = iw_recv_posted,
     .progress = iw_progress,
+    .idle = iw_idle,
     .shutdown = iw_shutdown,
     .destroy = iw_destroy,
     .adapter_close = iw_adapter_close,

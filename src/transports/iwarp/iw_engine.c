@@ -5,6 +5,15 @@
  * Sends complete without the application calling in, and finishes sends the socket could
  * not take at once. No application code ever runs on it.
  *
+ * Parking: a sleeper on a socket makes every arriving segment wake it, which costs the
+ * sender a wake-up and preempts a spinning application on a machine with few cores (and
+ * epoll drops the event when the poller read the bytes first, so the engine cannot even
+ * tell). While application threads poll, the engine ticks every PARK_TICK_MS instead: it
+ * stops watching the sockets of connections polled within IW_POLL_GONE_NS, watches again
+ * (and serves once) those whose polls stopped, and sends answers a poller held back. It
+ * sleeps without a tick once no connection was polled for IDLE_AFTER_NS; the next poll
+ * wakes it (iw_engine_note_poll). A poller going to sleep hands back at once (iw_idle).
+ *
  * Lifetime: epoll events carry a slot number and generation, never a pointer; the engine
  * looks the connection up under its lock and takes a QP reference before dropping that
  * lock, so it never holds the engine lock and a QP lock together (the QP's destroy takes
@@ -22,6 +31,8 @@
 
 #define WAKE_KEY UINT64_MAX
 #define STALL_TICK_MS 5             /* how often a Send waiting for a receive is retried */
+#define PARK_TICK_MS 1              /* the tick while applications poll */
+#define IDLE_AFTER_NS (50ull * 1000000)  /* no polls for this long: stop ticking */
 
 struct iw_engine {
     pthread_t thread;
@@ -29,7 +40,8 @@ struct iw_engine {
     pthread_mutex_t lock;
     struct iw_conn **conns;
     uint32_t *gen;
-    uint32_t cap, count;
+    uint32_t cap, count, parked;
+    bool ticking;                   /* atomic: see iw_engine_note_poll */
     bool stop, detached;
 };
 
@@ -54,6 +66,111 @@ static struct nd_qp *lookup(struct iw_engine *e, uint64_t key, struct iw_conn **
     return qp;
 }
 
+static uint32_t watch_events(const struct iw_conn *c)
+{
+    return EPOLLRDHUP | EPOLLET | (c->parked ? 0 : EPOLLIN) | (c->out_armed ? EPOLLOUT : 0);
+}
+
+/* Engine lock held. Re-arming with input pending reports it (epoll polls on MOD). */
+static void set_parked(struct iw_engine *e, struct iw_conn *c, bool on)
+{
+    struct epoll_event ev = { .data.u64 = key_of(e, c->slot) };
+
+    if (c->parked == on)
+        return;
+    c->parked = on;
+    __atomic_store_n(&e->parked, e->parked + (on ? 1 : (uint32_t)-1), __ATOMIC_RELAXED);
+    ev.events = watch_events(c);
+    epoll_ctl(e->epfd, EPOLL_CTL_MOD, c->sock, &ev);
+}
+
+static bool app_polls(struct iw_conn *c, uint64_t now, uint64_t within)
+{
+    uint64_t t = __atomic_load_n(&c->polled_ns, __ATOMIC_RELAXED);
+
+    return t && now - t < within;
+}
+
+/* Input for @key while its application polls: leave it to the poller. */
+static bool park_if_polled(struct iw_engine *e, uint64_t key, uint32_t events)
+{
+    uint32_t slot = (uint32_t)key;
+    bool parked = false;
+
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLOUT))
+        return false;
+    pthread_mutex_lock(&e->lock);
+    if (slot < e->cap && e->conns[slot] && e->gen[slot] == (uint32_t)(key >> 32) &&
+        app_polls(e->conns[slot], nd_now_ns(), IW_POLL_RECENT_NS)) {
+        set_parked(e, e->conns[slot], true);
+        parked = true;
+    }
+    pthread_mutex_unlock(&e->lock);
+    return parked;
+}
+
+/*
+ * The tick while applications poll: park the polled connections, un-park those whose polls
+ * stopped and those holding answers past IW_FENCE_DEFER_NS; the keys of connections to
+ * serve go to @keys. Returns how many; *@active says whether any was polled of late.
+ */
+static uint32_t tick_polled(struct iw_engine *e, uint64_t *keys, uint32_t max, bool *active)
+{
+    uint64_t now = nd_now_ns();
+    uint32_t n = 0;
+
+    *active = false;
+    pthread_mutex_lock(&e->lock);
+    for (uint32_t slot = 0; slot < e->cap && n < max; slot++) {
+        struct iw_conn *c = e->conns[slot];
+        uint64_t owed;
+
+        if (!c)
+            continue;
+        *active |= app_polls(c, now, IDLE_AFTER_NS);
+        owed = __atomic_load_n(&c->owed_since, __ATOMIC_RELAXED);
+        if (app_polls(c, now, IW_POLL_GONE_NS)) {
+            set_parked(e, c, true);
+            if (owed && now - owed >= IW_POLL_GONE_NS)
+                keys[n++] = key_of(e, slot);
+        } else if (c->parked || owed) {
+            set_parked(e, c, false);
+            keys[n++] = key_of(e, slot);
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    return n;
+}
+
+/* Stop ticking when nothing was polled of late. The store and the re-check pair with the
+ * poller's store of polled_ns and load of ticking (both sequentially consistent): either
+ * we see its poll, or it sees that we stopped and wakes us. */
+static bool keep_ticking(struct iw_engine *e)
+{
+    uint64_t now = nd_now_ns();
+    bool active = false;
+
+    __atomic_store_n(&e->ticking, false, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&e->lock);
+    for (uint32_t slot = 0; slot < e->cap && !active; slot++)
+        active = e->conns[slot] && app_polls(e->conns[slot], now, IDLE_AFTER_NS);
+    pthread_mutex_unlock(&e->lock);
+    if (active)
+        __atomic_store_n(&e->ticking, true, __ATOMIC_SEQ_CST);
+    return active;
+}
+
+void iw_engine_note_poll(struct iw_conn *c)
+{
+    struct iw_engine *e = c->eng;
+    uint64_t one = 1;
+
+    __atomic_store_n(&c->polled_ns, nd_now_ns(), __ATOMIC_SEQ_CST);
+    if (e && !__atomic_load_n(&e->ticking, __ATOMIC_SEQ_CST) &&
+        !__atomic_exchange_n(&e->ticking, true, __ATOMIC_SEQ_CST) && write(e->wakefd, &one, sizeof(one)) < 0)
+        nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "engine wake: %m");
+}
+
 /* Move @c's bytes; returns whether it waits for a receive (the engine then ticks). */
 static bool serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
 {
@@ -63,7 +180,7 @@ static bool serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
     if (qp->conn == c && !c->dead) {
         if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
             iw_rx_pump(c);
-        if (!c->dead && (c->want_out || (events & EPOLLOUT)))
+        if (!c->dead && (c->want_out || c->owed_since || (events & EPOLLOUT)))
             iw_tx_pump(c);
     }
     stalled = qp->conn == c && !c->dead && c->stalled_since;
@@ -113,10 +230,12 @@ static void *engine_main(void *arg)
     struct iw_engine *e = arg;
     struct epoll_event ev[64];
     bool stalled = false;
-    uint64_t last_sweep = 0;
+    uint64_t last_sweep = 0, last_park_check = 0;
 
     while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
-        int n = epoll_wait(e->epfd, ev, 64, stalled ? STALL_TICK_MS : -1);
+        bool ticking = __atomic_load_n(&e->ticking, __ATOMIC_SEQ_CST);
+        int tick = ticking ? PARK_TICK_MS : stalled ? STALL_TICK_MS : -1;
+        int n = epoll_wait(e->epfd, ev, 64, tick);
         bool want_sweep = false;
 
         if (n < 0 && errno != EINTR)
@@ -131,6 +250,8 @@ static void *engine_main(void *arg)
                 if (read(e->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
                     nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "engine wake read: %m");
                 want_sweep = true;
+            } else if (park_if_polled(e, ev[i].data.u64, ev[i].events)) {
+                continue;
             } else if ((qp = lookup(e, ev[i].data.u64, &c)) && serve(qp, c, ev[i].events)) {
                 stalled = true;
             }
@@ -141,6 +262,24 @@ static void *engine_main(void *arg)
         if (want_sweep || (stalled && nd_now_ns() - last_sweep >= STALL_TICK_MS * 1000000ull)) {
             stalled = sweep(e);
             last_sweep = nd_now_ns();
+        }
+        if (ticking && nd_now_ns() - last_park_check >= PARK_TICK_MS * 1000000ull) {
+            uint64_t keys[64];
+            bool active;
+            uint32_t k = tick_polled(e, keys, 64, &active);
+
+            /* The last poller may have left work with no input to come: answers it held
+             * for a next post, bytes it read but did not finish. Serve each once. */
+            if (!active)
+                keep_ticking(e);
+            for (uint32_t i = 0; i < k; i++) {
+                struct iw_conn *c = NULL;
+                struct nd_qp *qp = lookup(e, keys[i], &c);
+
+                if (qp && serve(qp, c, EPOLLIN))
+                    stalled = true;
+            }
+            last_park_check = nd_now_ns();
         }
     }
     if (__atomic_load_n(&e->detached, __ATOMIC_ACQUIRE))
@@ -230,6 +369,8 @@ void iw_engine_remove(struct iw_conn *c)
     e->conns[c->slot] = NULL;
     e->gen[c->slot]++;
     e->count--;
+    if (c->parked)
+        __atomic_store_n(&e->parked, e->parked - 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&e->lock);
     c->eng = NULL;
 }
@@ -237,13 +378,27 @@ void iw_engine_remove(struct iw_conn *c)
 void iw_engine_want_out(struct iw_conn *c, bool on)
 {
     struct iw_engine *e = c->eng;
-    struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET | (on ? EPOLLOUT : 0) };
+    struct epoll_event ev = { 0 };
 
     if (!e)
         return;
     pthread_mutex_lock(&e->lock);
+    c->out_armed = on;
+    ev.events = watch_events(c);
     ev.data.u64 = key_of(e, c->slot);
     epoll_ctl(e->epfd, EPOLL_CTL_MOD, c->sock, &ev);
+    pthread_mutex_unlock(&e->lock);
+}
+
+void iw_engine_unpark(struct iw_conn *c)
+{
+    struct iw_engine *e = c->eng;
+
+    if (!e || !__atomic_load_n(&e->parked, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&e->lock);
+    if (c->eng == e)
+        set_parked(e, c, false);
     pthread_mutex_unlock(&e->lock);
 }
 

@@ -18,6 +18,13 @@
 #define IW_TXF_IOV 36               /* iovecs of one FPDU: header, payload pieces, trailer */
 #define IW_RXBUF 65536u
 #define IW_RNR_TIMEOUT_NS (100ull * 1000000)    /* a Send waits this long for a receive */
+/* A fence's answer found by a polling application waits this long for the application's
+ * own next message to ride on (a ping-pong answers at once: one sendmsg, not two). */
+#define IW_FENCE_DEFER_NS (20ull * 1000)
+/* The engine leaves a connection to the application while it polled within this long... */
+#define IW_POLL_RECENT_NS (100ull * 1000)
+/* ...and takes it back when the polls stop for this long (or the poller goes to sleep). */
+#define IW_POLL_GONE_NS (1000ull * 1000)
 
 /* transport options carried in nd_cm_msg.xport_opts */
 #define IW_OPT_CRC 0x1u             /* the peer asked for CRC */
@@ -78,6 +85,11 @@ struct iw_conn {
     int sock;
     int doorbell;                   /* eventfd: rung once when the peer left */
     bool crc, dead, want_out, rang, completing;
+    bool app_rx;                    /* an application thread is pumping (iw_progress) */
+    uint64_t owed_since;            /* fence answers held for the application's next post */
+    uint64_t polled_ns;             /* last poll by an application thread (atomic) */
+    bool parked;                    /* the engine does not watch the socket (engine lock) */
+    bool out_armed;                 /* the engine watches for send room (engine lock) */
     bool got_term;                  /* the peer sent a Terminate: */
     nd_status term_status;          /* what it means for the request it names */
     bool term_named;                /* it named one of our requests (the attached header) */
@@ -145,6 +157,7 @@ void iw_send_rtr(struct iw_conn *c);
 void iw_post(struct nd_qp *qp, const struct nd_wr *wr);
 void iw_recv_posted(struct nd_qp *qp);
 void iw_progress(struct nd_qp *qp);
+void iw_idle(struct nd_qp *qp);
 void iw_shutdown(struct nd_qp *qp, nd_status why);
 void iw_destroy(struct nd_qp *qp);
 
@@ -153,6 +166,9 @@ nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c);
 void iw_engine_remove(struct iw_conn *c);
 void iw_engine_want_out(struct iw_conn *c, bool on);
 void iw_engine_kick(struct iw_conn *c);
+void iw_engine_unpark(struct iw_conn *c);
+/* An application thread polls @c: it moves the bytes itself; keep the engine ticking. */
+void iw_engine_note_poll(struct iw_conn *c);
 void iw_adapter_close(struct nd_adapter *a);
 
 extern const struct nd_transport_ops iwarp_transport;
