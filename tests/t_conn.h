@@ -81,7 +81,7 @@ static inline nd_status t_wait(nd_status st, nd_overlapped *ov)
 
 static inline uint16_t t_listen(struct t_side *s)
 {
-    struct sockaddr_in sin = t_ipv4("127.0.0.1", 0);
+    struct sockaddr_in sin = t_ipv4(t_my_ip(), 0);
     uint32_t len = sizeof(sin);
 
     CHECK_ST(nd_adapter_create_listener(s->a, s->port, &s->l), ND_SUCCESS);
@@ -101,7 +101,7 @@ static inline void t_accept(struct t_side *s, uint32_t ird, const void *pdata, u
 
 static inline void t_connect(struct t_side *s, uint16_t port, void *pdata, uint32_t *plen)
 {
-    struct sockaddr_in local = t_ipv4("127.0.0.1", 0), dest = t_ipv4("127.0.0.1", port);
+    struct sockaddr_in local = t_ipv4(t_my_ip(), 0), dest = t_ipv4(t_peer_ip(), port);
     nd_overlapped ov = { 0 };
 
     CHECK_ST(nd_connector_bind(s->c, (struct sockaddr *)&local, sizeof(local)), ND_SUCCESS);
@@ -143,6 +143,7 @@ static inline pid_t t_fork_server(void (*server)(int port_pipe), int *port_pipe_
     CHECK(pid >= 0);
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);   /* never outlive a failed test */
+        t_become_child_side();
         close(p[0]);
         server(p[1]);
         _exit(0);

@@ -6,7 +6,9 @@
 #include <netdirect/netdirect.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +47,42 @@ static inline struct sockaddr_in t_ipv4(const char *ip, uint16_t port)
     return sin;
 }
 
-/* The loopback adapter (127.0.0.1), which every Linux host has. */
+/*
+ * Where this process and its peer live. By default both on loopback. The namespace run
+ * (tests/netns_run.sh) puts the test in one network namespace with ND_TEST_ADDR and
+ * ND_TEST_PEER_ADDR set, and names in ND_TEST_CHILD_NETNS the other namespace, which
+ * every forked peer enters (t_become_child_side) with the two addresses swapped.
+ */
+static inline const char *t_env_ip(const char *name)
+{
+    const char *v = getenv(name);
+
+    return v && *v ? v : "127.0.0.1";
+}
+static inline const char *t_my_ip(void) { return t_env_ip("ND_TEST_ADDR"); }
+static inline const char *t_peer_ip(void) { return t_env_ip("ND_TEST_PEER_ADDR"); }
+
+/* In a forked peer, before it opens anything: move to the peer's namespace, if any. */
+static inline void t_become_child_side(void)
+{
+    const char *ns = getenv("ND_TEST_CHILD_NETNS");
+    char me[64], peer[64];
+    int fd;
+
+    if (!ns || !*ns)
+        return;
+    fd = open(ns, O_RDONLY | O_CLOEXEC);
+    CHECK(fd >= 0 && setns(fd, CLONE_NEWNET) == 0);
+    close(fd);
+    snprintf(me, sizeof(me), "%s", t_my_ip());
+    snprintf(peer, sizeof(peer), "%s", t_peer_ip());
+    CHECK(setenv("ND_TEST_ADDR", peer, 1) == 0 && setenv("ND_TEST_PEER_ADDR", me, 1) == 0);
+}
+
+/* The adapter of this side's address (loopback unless a namespace run says otherwise). */
 static inline nd_adapter *t_open_loopback(void)
 {
-    struct sockaddr_in lo = t_ipv4("127.0.0.1", 0);
+    struct sockaddr_in lo = t_ipv4(t_my_ip(), 0);
     nd_adapter *a = NULL;
 
     CHECK_ST(nd_open_adapter_by_address((struct sockaddr *)&lo, sizeof(lo), &a), ND_SUCCESS);

@@ -35,7 +35,7 @@ static nd_connector *new_conn(void)
 
 static nd_listener *listen_on(uint16_t p, uint16_t *bound)
 {
-    struct sockaddr_in sin = t_ipv4("127.0.0.1", p);
+    struct sockaddr_in sin = t_ipv4(t_my_ip(), p);
     uint32_t len = sizeof(sin);
     nd_listener *l;
 
@@ -50,7 +50,7 @@ static nd_listener *listen_on(uint16_t p, uint16_t *bound)
 
 static void bind_any(nd_connector *c)
 {
-    struct sockaddr_in sin = t_ipv4("127.0.0.1", 0);
+    struct sockaddr_in sin = t_ipv4(t_my_ip(), 0);
 
     CHECK_ST(nd_connector_bind(c, (struct sockaddr *)&sin, sizeof(sin)), ND_SUCCESS);
 }
@@ -64,7 +64,7 @@ static nd_status wait_ov(nd_overlapped *ov)
 static void start_pair(struct pair *p, nd_listener *l, uint16_t lport, const void *pd, uint32_t pl, uint32_t ird,
                        uint32_t ord, nd_overlapped *cov)
 {
-    struct sockaddr_in dest = t_ipv4("127.0.0.1", lport);
+    struct sockaddr_in dest = t_ipv4(t_my_ip(), lport);
     nd_overlapped gov = { .flags = ND_OV_FLAG_NO_PORT };
 
     p->act = new_conn();
@@ -107,7 +107,7 @@ int main(void)
     /* Bind and Connect statuses on one connector. */
     nd_connector *c = new_conn();
     nd_qp *qp = new_qp();
-    struct sockaddr_in nowhere = t_ipv4("127.0.0.1", 1);
+    struct sockaddr_in nowhere = t_ipv4(t_my_ip(), 1);
     CHECK_ST(nd_connector_connect(c, qp, (struct sockaddr *)&nowhere, sizeof(nowhere), 0, 0, NULL, 0, &cov),
              STATUS_ADDRESS_NOT_ASSOCIATED);
     bind_any(c);
@@ -119,14 +119,14 @@ int main(void)
     /* No listener on a reserved port: refused, and the connector may try again. */
     nd_listener *reserve;
     CHECK_ST(nd_adapter_create_listener(a, port, &reserve), ND_SUCCESS);
-    sin = t_ipv4("127.0.0.1", 0);
+    sin = t_ipv4(t_my_ip(), 0);
     len = sizeof(sin);
     CHECK_ST(nd_listener_bind(reserve, (struct sockaddr *)&sin, sizeof(sin)), ND_SUCCESS);
     CHECK_ST(nd_listener_listen(reserve, 0), ND_SUCCESS);
     CHECK_ST(nd_listener_get_local_address(reserve, (struct sockaddr *)&sin, &len), ND_SUCCESS);
     other = ntohs(sin.sin_port);
     CHECK_ST(nd_listener_close(reserve), ND_SUCCESS);     /* NdConnListenClosing */
-    struct sockaddr_in closed = t_ipv4("127.0.0.1", other);
+    struct sockaddr_in closed = t_ipv4(t_my_ip(), other);
     CHECK_ST(nd_connector_connect(c, qp, (struct sockaddr *)&closed, sizeof(closed), 0, 0, NULL, 0, &cov),
              ND_CONNECTION_REFUSED);
     CHECK_ST(nd_connector_complete_connect(c, &ov), ND_CONNECTION_INVALID);
@@ -138,7 +138,7 @@ int main(void)
 
     /* A second listener on the same address and port. */
     nd_listener *l = listen_on(0, &lport), *dup;
-    sin = t_ipv4("127.0.0.1", lport);
+    sin = t_ipv4(t_my_ip(), lport);
     CHECK_ST(nd_adapter_create_listener(a, port, &dup), ND_SUCCESS);
     CHECK_ST(nd_listener_bind(dup, (struct sockaddr *)&sin, sizeof(sin)), STATUS_ADDRESS_ALREADY_ASSOCIATED);
     CHECK_ST(nd_listener_close(dup), ND_SUCCESS);

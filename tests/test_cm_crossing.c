@@ -17,8 +17,8 @@ static void rank_main(uint32_t rank, uint16_t my_port, uint16_t peer_port)
     nd_listener *l;
     nd_overlapped cov = { .flags = ND_OV_FLAG_NO_PORT }, gov = { .flags = ND_OV_FLAG_NO_PORT };
     nd_overlapped aov = { .flags = ND_OV_FLAG_NO_PORT };
-    struct sockaddr_in me = t_ipv4("127.0.0.1", my_port), peer = t_ipv4("127.0.0.1", peer_port);
-    struct sockaddr_in local = t_ipv4("127.0.0.1", 0);
+    struct sockaddr_in me = t_ipv4(t_my_ip(), my_port), peer = t_ipv4(t_peer_ip(), peer_port);
+    struct sockaddr_in local = t_ipv4(t_my_ip(), 0);
     uint32_t peer_rank = 0, len = sizeof(peer_rank);
     nd_qp *in_qp;
     char c;
@@ -103,6 +103,7 @@ int main(void)
     CHECK(pid >= 0);
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
+        t_become_child_side();
         rank_main(1, p1, p0);
         _exit(0);
     }

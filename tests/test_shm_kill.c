@@ -48,7 +48,7 @@ static uint32_t token;
 
 static void connect_to(struct client_qp *q, uint16_t p)
 {
-    struct sockaddr_in local = t_ipv4("127.0.0.1", 0), dest = t_ipv4("127.0.0.1", p);
+    struct sockaddr_in local = t_ipv4(t_my_ip(), 0), dest = t_ipv4(t_peer_ip(), p);
     nd_overlapped ov = { 0 };
 
     CHECK_ST(nd_adapter_create_queue_pair(a, cq, cq, q, 8, 8, 1, 1, 0, &q->qp), ND_SUCCESS);

@@ -53,7 +53,7 @@ int main(void)
     pid_t pids[CLIENTS];
     uint32_t next[CLIENTS] = { 0 }, client_of[CLIENTS] = { 0 }, received = 0, limit_events = 0;
     uint8_t *buf = mmap(NULL, SLOTS * SLOT_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    struct sockaddr_in sin = t_ipv4("127.0.0.1", 0);
+    struct sockaddr_in sin = t_ipv4(t_my_ip(), 0);
     uint32_t len = sizeof(sin);
 
     CHECK_ST(nd_port_create(&port), ND_SUCCESS);
@@ -76,6 +76,7 @@ int main(void)
         CHECK(pids[i] >= 0);
         if (pids[i] == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL);
+            t_become_child_side();
             client(i, ntohs(sin.sin_port));
             _exit(0);
         }
