@@ -438,8 +438,13 @@ void iw_tx_pump(struct iw_conn *c)
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                if (!c->want_out)
-                    iw_engine_want_out(c, c->want_out = true);
+                __atomic_store_n(&c->want_out, true, __ATOMIC_RELAXED);
+                /* A polling application retries on its next poll; only without one does
+                 * the engine need to watch (two epoll_ctl calls per stall otherwise). */
+                if (!c->out_watch && !iw_engine_app_polls(c)) {
+                    c->out_watch = true;
+                    iw_engine_want_out(c, true);
+                }
                 return;
             }
             nd_log(ND_LOG_INFO, ND_SUB_IWARP, "send: %m");
@@ -460,8 +465,13 @@ void iw_tx_pump(struct iw_conn *c)
         }
     }
     complete_in_order(c);
-    if (c->want_out && !c->dead)
-        iw_engine_want_out(c, c->want_out = false);
+    if (!c->dead) {
+        __atomic_store_n(&c->want_out, false, __ATOMIC_RELAXED);
+        if (c->out_watch) {
+            c->out_watch = false;
+            iw_engine_want_out(c, false);
+        }
+    }
 }
 
 void iw_send_rtr(struct iw_conn *c)
@@ -866,23 +876,33 @@ static bool feed(struct iw_conn *c)
     return !c->dead;
 }
 
-/* Bulk payload goes from the socket straight into its destination, with no bounce. */
+/* Bulk payload goes from the socket straight into its destination, with no bounce; what
+ * follows it (the trailer, the next headers) lands in the stream buffer in the same call.
+ * Called with the stream buffer empty. */
 static ssize_t recv_direct(struct iw_conn *c)
 {
     uint32_t len = 0;
     uint8_t *dst = rx_dst(c, c->rx_seg_off, &len);
+    struct iovec iov[2];
+    struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
     ssize_t n;
 
     if (!dst)
         return -2;
-    n = recv(c->sock, dst, len, MSG_DONTWAIT);
+    iov[0] = (struct iovec){ dst, len };
+    iov[1] = (struct iovec){ c->rxbuf, IW_RXBUF };
+    n = recvmsg(c->sock, &mh, MSG_DONTWAIT);
     if (n > 0) {
+        uint32_t placed = (uint32_t)n < len ? (uint32_t)n : len;
+
         if (c->crc)
-            c->rx_crc = iw_crc32c_update(c->rx_crc, dst, (size_t)n);
-        c->rx_left -= (uint32_t)n;
-        c->rx_seg_off += (uint32_t)n;
+            c->rx_crc = iw_crc32c_update(c->rx_crc, dst, placed);
+        c->rx_left -= placed;
+        c->rx_seg_off += placed;
         if (!c->rx_left)
             c->rx_state = RX_TRAILER;
+        c->rx_lo = 0;
+        c->rx_hi = (uint32_t)n - placed;
     }
     return n;
 }

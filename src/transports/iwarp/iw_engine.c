@@ -133,7 +133,7 @@ static uint32_t tick_polled(struct iw_engine *e, uint64_t *keys, uint32_t max, b
             set_parked(e, c, true);
             if (owed && now - owed >= IW_POLL_GONE_NS)
                 keys[n++] = key_of(e, slot);
-        } else if (c->parked || owed) {
+        } else if (c->parked || owed || __atomic_load_n(&c->want_out, __ATOMIC_RELAXED)) {
             set_parked(e, c, false);
             keys[n++] = key_of(e, slot);
         }
@@ -158,6 +158,11 @@ static bool keep_ticking(struct iw_engine *e)
     if (active)
         __atomic_store_n(&e->ticking, true, __ATOMIC_SEQ_CST);
     return active;
+}
+
+bool iw_engine_app_polls(struct iw_conn *c)
+{
+    return app_polls(c, nd_now_ns(), IW_POLL_GONE_NS);
 }
 
 void iw_engine_note_poll(struct iw_conn *c)

@@ -84,7 +84,9 @@ struct iw_conn {
     uint32_t slot;                  /* in the engine's table */
     int sock;
     int doorbell;                   /* eventfd: rung once when the peer left */
-    bool crc, dead, want_out, rang, completing;
+    bool crc, dead, rang, completing;
+    bool want_out;                  /* the socket refused bytes we have framed (atomic) */
+    bool out_watch;                 /* we asked the engine to watch for send room */
     bool app_rx;                    /* an application thread is pumping (iw_progress) */
     uint64_t owed_since;            /* fence answers held for the application's next post */
     uint64_t polled_ns;             /* last poll by an application thread (atomic) */
@@ -169,6 +171,8 @@ void iw_engine_kick(struct iw_conn *c);
 void iw_engine_unpark(struct iw_conn *c);
 /* An application thread polls @c: it moves the bytes itself; keep the engine ticking. */
 void iw_engine_note_poll(struct iw_conn *c);
+/* Did an application thread poll @c of late (it will move @c's bytes itself)? */
+bool iw_engine_app_polls(struct iw_conn *c);
 void iw_adapter_close(struct nd_adapter *a);
 
 extern const struct nd_transport_ops iwarp_transport;
