@@ -75,7 +75,7 @@ nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, boo
     return ND_SUCCESS;
 }
 
-nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out)
+nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out, bool listener)
 {
     int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
     socklen_t len = sizeof(*bound);
@@ -84,6 +84,8 @@ nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage 
         return ND_INSUFFICIENT_RESOURCES;
     if (sa->sa_family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (listener)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, sa, nd_sockaddr_len(sa)) < 0) {
         int e = errno;
 
@@ -133,7 +135,7 @@ ND_API nd_status nd_connector_bind(nd_connector *c, const struct sockaddr *addr,
     if (c->state != ND_CS_IDLE)
         st = STATUS_ADDRESS_ALREADY_ASSOCIATED;
     else if ((st = nd_cm_check_local(c->adapter, addr, false)) == ND_SUCCESS &&
-             (st = nd_cm_reserve_port(addr, &c->local, &c->port_fd)) == ND_SUCCESS)
+             (st = nd_cm_reserve_port(addr, &c->local, &c->port_fd, false)) == ND_SUCCESS)
         c->state = ND_CS_BOUND;
     pthread_mutex_unlock(&c->lock);
     return st;

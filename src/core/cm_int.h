@@ -41,7 +41,10 @@ uint32_t nd_sockaddr_len(const struct sockaddr *sa);
 /* Is @sa an address of @a (or the wildcard, when allowed)? */
 nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok);
 /* Reserve @sa's port in the TCP port space (port 0: the kernel picks); fills the port in. */
-nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out);
+/* Bind a TCP socket to @sa (port 0: any). A listener's socket allows address reuse, as
+ * servers' do: the TIME_WAIT left by its accepted connections must not keep it from
+ * binding again (Linux requires the reuse flag on the listener those came from). */
+nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out, bool listener);
 bool nd_connector_valid(const struct nd_connector *c);
 /* A fresh connector becomes the target of a GetConnectionRequest, or is released from it. */
 bool nd_connector_queue(struct nd_connector *c, struct nd_adapter *a);

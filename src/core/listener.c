@@ -91,7 +91,7 @@ ND_API nd_status nd_listener_bind(nd_listener *l, const struct sockaddr *addr, u
     if (l->state != LS_IDLE)
         st = STATUS_ADDRESS_ALREADY_ASSOCIATED;
     else if ((st = nd_cm_check_local(l->adapter, addr, true)) == ND_SUCCESS &&
-             (st = nd_cm_reserve_port(addr, &l->addr, &l->port_fd)) == ND_SUCCESS)
+             (st = nd_cm_reserve_port(addr, &l->addr, &l->port_fd, true)) == ND_SUCCESS)
         l->state = LS_BOUND;
     pthread_mutex_unlock(&l->lock);
     return st;
