@@ -31,7 +31,7 @@
 
 #define WAKE_KEY UINT64_MAX
 #define STALL_TICK_MS 5             /* how often a Send waiting for a receive is retried */
-#define PARK_TICK_MS 1              /* the tick while applications poll */
+#define PARK_TICK_MS 4              /* the tick while applications poll */
 #define IDLE_AFTER_NS (50ull * 1000000)  /* no polls for this long: stop ticking */
 
 struct iw_engine {

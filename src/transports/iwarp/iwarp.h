@@ -24,7 +24,7 @@
 /* The engine leaves a connection to the application while it polled within this long... */
 #define IW_POLL_RECENT_NS (100ull * 1000)
 /* ...and takes it back when the polls stop for this long (or the poller goes to sleep). */
-#define IW_POLL_GONE_NS (1000ull * 1000)
+#define IW_POLL_GONE_NS (4000ull * 1000)
 
 /* transport options carried in nd_cm_msg.xport_opts */
 #define IW_OPT_CRC 0x1u             /* the peer asked for CRC */
