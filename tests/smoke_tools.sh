@@ -26,4 +26,24 @@ out=$("$tools/nd_conn" -c "127.0.0.1:$((base + 2))" -d 0.5 --json) || fail "nd_c
 kill "$server" 2>/dev/null
 wait "$server" 2>/dev/null
 echo "$out" | grep -Eq '^\{"connections":[1-9][0-9]*,.*"failures":0,"timeouts":0\}$' || fail "nd_conn output: $out"
+for op in -w -r; do
+    port=$((base + 3))
+    [ "$op" = -r ] && port=$((base + 4))
+    "$tools/nd_rping" -s "127.0.0.1:$port" 2>/dev/null &
+    out=$("$tools/nd_rping" -c "127.0.0.1:$port" "$op" -S 65536 -i 200 --json) || fail "nd_rping $op failed"
+    wait
+    echo "$out" | grep -Eq '^\{"op":"(write|read)","size":65536,"iterations":200,"depth":16,"latency_us":[0-9.]+,"cpu_percent":[0-9.]+,"bytes_per_sec":[0-9]+,"mode":"polling"\}$' ||
+        fail "nd_rping $op output: $out"
+done
+
+# nd_ping over both transports: the credits must keep every Send covered by a receive.
+for tr in shm iwarp; do
+    port=$((base + 5))
+    [ "$tr" = iwarp ] && port=$((base + 6))
+    ND_TRANSPORT=$tr "$tools/nd_ping" -s "127.0.0.1:$port" 2>/dev/null &
+    out=$(ND_TRANSPORT=$tr "$tools/nd_ping" -c "127.0.0.1:$port" -S 4096 -i 2000 --json) || fail "nd_ping ($tr) failed"
+    wait
+    echo "$out" | grep -Eq '^\{"op":"send","size":4096,"iterations":2000,"depth":16,"latency_us":[0-9.]+,"cpu_percent":[0-9.]+,"bytes_per_sec":[0-9]+,"mode":"polling"\}$' ||
+        fail "nd_ping ($tr) output: $out"
+done
 echo "tools ok"
