@@ -15,6 +15,9 @@ static const struct {
                             "auto (shm for same-host peers of this uid, iwarp otherwise), shm or iwarp: "
                             "connect and listen with this transport only" },
     [ND_KNOB_IW_CRC] = { "ND_IWARP_CRC", "0", "1: ask iWARP peers for MPA CRC32c (it is on when either side asks)" },
+    [ND_KNOB_IW_TIMEOUT] = { "ND_IWARP_TIMEOUT_MS", "10000",
+                             "an iWARP peer that acknowledges nothing (TCP) or answers no Read (placement) for "
+                             "this long: the oldest request completes ND_IO_TIMEOUT, the rest flush" },
 };
 
 const char *nd_env(enum nd_knob knob)

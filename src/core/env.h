@@ -3,7 +3,7 @@
 #ifndef ND_ENV_H
 #define ND_ENV_H
 
-enum nd_knob { ND_KNOB_LOG, ND_KNOB_LOG_FILE, ND_KNOB_TRANSPORT, ND_KNOB_IW_CRC, ND_KNOB_COUNT };
+enum nd_knob { ND_KNOB_LOG, ND_KNOB_LOG_FILE, ND_KNOB_TRANSPORT, ND_KNOB_IW_CRC, ND_KNOB_IW_TIMEOUT, ND_KNOB_COUNT };
 
 /* The knob's value: the environment's if set and non-empty, else its default. */
 const char *nd_env(enum nd_knob knob);

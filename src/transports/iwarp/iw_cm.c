@@ -28,8 +28,13 @@
 static void tune(int fd)
 {
     int one = 1;
+    unsigned int user_timeout = iw_timeout_ms();
 
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* A peer that stops acknowledging (gone, or a zero window it never opens) ends the
+     * connection after this long: the kernel reports ETIMEDOUT, the QP's oldest request
+     * completes ND_IO_TIMEOUT and the rest flush. */
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
 }
 
 int iw_cm_listen(const struct sockaddr *addr, int port_fd, int backlog)
@@ -95,6 +100,13 @@ int iw_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t 
 fail:
     close(fd);
     return -err;
+}
+
+uint32_t iw_timeout_ms(void)
+{
+    long v = strtol(nd_env(ND_KNOB_IW_TIMEOUT), NULL, 10);
+
+    return v >= 100 && v <= 3600000 ? (uint32_t)v : 10000;
 }
 
 static bool want_crc(void)

@@ -153,6 +153,18 @@ static void conn_fail(struct iw_conn *c, nd_status why)
     nd_qp_fail_locked(c->qp, why);
 }
 
+/* The socket failed: a peer that stopped acknowledging is a timeout for the oldest request. */
+static void sock_failed(struct iw_conn *c, int err)
+{
+    nd_log(ND_LOG_INFO, ND_SUB_IWARP, "connection failed: %s", strerror(err));
+    if (err == ETIMEDOUT && !c->got_term) {
+        c->got_term = true;         /* a reason is known, though no Terminate brought it */
+        c->term_status = ND_IO_TIMEOUT;
+        c->term_named = false;
+    }
+    conn_fail(c, err == ETIMEDOUT ? ND_IO_TIMEOUT : err == EFAULT ? ND_ACCESS_VIOLATION : ND_CANCELED);
+}
+
 static enum hdr_verdict terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, nd_status local)
 {
     nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "protocol error on opcode %u (tagged %d qn %u msn %u mo %u; expected msn %u/%u)",
@@ -276,8 +288,12 @@ static void frame_request(struct iw_conn *c, struct iw_txe *e)
 
 static void rdq_push(struct iw_conn *c, uint32_t upto, int32_t txe)
 {
-    c->rdq[(c->rdq_head + c->rdq_count++) % IW_RDQ_CAP] = (struct iw_rd){ .upto = upto, .txe = txe };
+    uint64_t now = nd_now_ns();
+
+    c->rdq[(c->rdq_head + c->rdq_count++) % IW_RDQ_CAP] = (struct iw_rd){ .upto = upto, .txe = txe, .sent_ns = now };
     c->reads_out++;
+    if (c->rdq_count == 1)
+        __atomic_store_n(&c->oldest_read_ns, now, __ATOMIC_RELAXED);
 }
 
 static uint32_t read_budget(const struct iw_conn *c)
@@ -447,8 +463,7 @@ void iw_tx_pump(struct iw_conn *c)
                 }
                 return;
             }
-            nd_log(ND_LOG_INFO, ND_SUB_IWARP, "send: %m");
-            conn_fail(c, errno == EFAULT ? ND_ACCESS_VIOLATION : ND_CANCELED);
+            sock_failed(c, errno);
             return;
         }
         while (w > 0) {
@@ -776,6 +791,7 @@ static bool on_fpdu_end(struct iw_conn *c)
             c->rdq_head = (c->rdq_head + 1) % IW_RDQ_CAP;
             c->rdq_count--;
             c->reads_out--;
+            __atomic_store_n(&c->oldest_read_ns, c->rdq_count ? c->rdq[c->rdq_head].sent_ns : 0, __ATOMIC_RELAXED);
             confirm(c, rd.upto);
             iw_tx_pump(c);          /* completes them, and starts Reads that waited for ORD */
         }
@@ -949,7 +965,7 @@ void iw_rx_pump(struct iw_conn *c)
             if (errno == EINTR)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                conn_fail(c, ND_CANCELED);
+                sock_failed(c, errno);
             return;
         }
     }
@@ -1059,6 +1075,19 @@ static nd_status final_status(struct iw_conn *c, uint32_t i, const struct iw_txe
     if ((int32_t)(c->term_index - i) > 0 && e->state == TXE_WAIT_ACK)
         return ND_SUCCESS;
     return ND_CANCELED;
+}
+
+void iw_check_overdue(struct iw_conn *c, uint64_t now)
+{
+    if (c->dead || !c->rdq_count || now - c->rdq[c->rdq_head].sent_ns < (uint64_t)iw_timeout_ms() * 1000000)
+        return;
+    nd_log(ND_LOG_INFO, ND_SUB_IWARP, "no answer to a Read for %u ms: the peer stopped", iw_timeout_ms());
+    if (!c->got_term) {
+        c->got_term = true;
+        c->term_status = ND_IO_TIMEOUT;
+        c->term_named = false;
+    }
+    conn_fail(c, ND_IO_TIMEOUT);
 }
 
 void iw_shutdown(struct nd_qp *qp, nd_status why)

@@ -33,6 +33,7 @@
 #define STALL_TICK_MS 5             /* how often a Send waiting for a receive is retried */
 #define PARK_TICK_MS 4              /* the tick while applications poll */
 #define IDLE_AFTER_NS (50ull * 1000000)  /* no polls for this long: stop ticking */
+#define WATCH_TICK_MS 100           /* with connections: how often overdue Reads are looked for */
 
 struct iw_engine {
     pthread_t thread;
@@ -220,6 +221,34 @@ static bool sweep(struct iw_engine *e)
     return stalled;
 }
 
+/* Fail the connections whose oldest Read or fence has waited past ND_IWARP_TIMEOUT_MS. */
+static void check_overdue(struct iw_engine *e)
+{
+    uint64_t now = nd_now_ns(), limit = (uint64_t)iw_timeout_ms() * 1000000, keys[64];
+    uint32_t n = 0;
+
+    pthread_mutex_lock(&e->lock);
+    for (uint32_t slot = 0; slot < e->cap && n < 64; slot++) {
+        uint64_t t = e->conns[slot] ? __atomic_load_n(&e->conns[slot]->oldest_read_ns, __ATOMIC_RELAXED) : 0;
+
+        if (t && now - t >= limit)
+            keys[n++] = key_of(e, slot);
+    }
+    pthread_mutex_unlock(&e->lock);
+    for (uint32_t i = 0; i < n; i++) {
+        struct iw_conn *c = NULL;
+        struct nd_qp *qp = lookup(e, keys[i], &c);
+
+        if (!qp)
+            continue;
+        pthread_mutex_lock(&qp->lock);
+        if (qp->conn == c)
+            iw_check_overdue(c, now);
+        pthread_mutex_unlock(&qp->lock);
+        nd_qp_unref(qp);
+    }
+}
+
 static void engine_free(struct iw_engine *e)
 {
     close(e->epfd);
@@ -235,11 +264,12 @@ static void *engine_main(void *arg)
     struct iw_engine *e = arg;
     struct epoll_event ev[64];
     bool stalled = false;
-    uint64_t last_sweep = 0, last_park_check = 0;
+    uint64_t last_sweep = 0, last_park_check = 0, last_watch = 0;
 
     while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
         bool ticking = __atomic_load_n(&e->ticking, __ATOMIC_SEQ_CST);
-        int tick = ticking ? PARK_TICK_MS : stalled ? STALL_TICK_MS : -1;
+        int tick = ticking ? PARK_TICK_MS : stalled ? STALL_TICK_MS
+                   : __atomic_load_n(&e->count, __ATOMIC_RELAXED) ? WATCH_TICK_MS : -1;
         int n = epoll_wait(e->epfd, ev, 64, tick);
         bool want_sweep = false;
 
@@ -267,6 +297,10 @@ static void *engine_main(void *arg)
         if (want_sweep || (stalled && nd_now_ns() - last_sweep >= STALL_TICK_MS * 1000000ull)) {
             stalled = sweep(e);
             last_sweep = nd_now_ns();
+        }
+        if (nd_now_ns() - last_watch >= WATCH_TICK_MS * 1000000ull) {
+            check_overdue(e);
+            last_watch = nd_now_ns();
         }
         if (ticking && nd_now_ns() - last_park_check >= PARK_TICK_MS * 1000000ull) {
             uint64_t keys[64];
@@ -350,11 +384,11 @@ nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c)
     e->conns[slot] = c;
     c->slot = slot;
     c->eng = e;
-    e->count++;
+    __atomic_add_fetch(&e->count, 1, __ATOMIC_RELAXED);
     ev.data.u64 = key_of(e, slot);
     if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, c->sock, &ev) < 0) {
         e->conns[slot] = NULL;
-        e->count--;
+        __atomic_sub_fetch(&e->count, 1, __ATOMIC_RELAXED);
         c->eng = NULL;
         pthread_mutex_unlock(&e->lock);
         return ND_INSUFFICIENT_RESOURCES;
@@ -373,7 +407,7 @@ void iw_engine_remove(struct iw_conn *c)
     epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->sock, NULL);
     e->conns[c->slot] = NULL;
     e->gen[c->slot]++;
-    e->count--;
+    __atomic_sub_fetch(&e->count, 1, __ATOMIC_RELAXED);
     if (c->parked)
         __atomic_store_n(&e->parked, e->parked - 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&e->lock);

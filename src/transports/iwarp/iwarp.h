@@ -18,6 +18,9 @@
 #define IW_TXF_IOV 36               /* iovecs of one FPDU: header, payload pieces, trailer */
 #define IW_RXBUF 65536u
 #define IW_RNR_TIMEOUT_NS (100ull * 1000000)    /* a Send waits this long for a receive */
+/* ND_IWARP_TIMEOUT_MS: how long a peer may leave our bytes unacknowledged (TCP) or our
+ * Reads and fences unanswered before the connection ends with ND_IO_TIMEOUT. */
+uint32_t iw_timeout_ms(void);
 /* A fence's answer found by a polling application waits this long for the application's
  * own next message to ride on (a ping-pong answers at once: one sendmsg, not two). */
 #define IW_FENCE_DEFER_NS (20ull * 1000)
@@ -57,6 +60,7 @@ struct iw_txe {
 struct iw_rd {
     uint32_t upto;                  /* requests before this queue index are confirmed */
     int32_t txe;                    /* the application's Read (queue index), or -1: a fence */
+    uint64_t sent_ns;
 };
 #define IW_RDQ_CAP 256u             /* > any ORD we negotiate (128) plus one fence */
 
@@ -111,6 +115,7 @@ struct iw_conn {
     bool unfenced;                  /* a Send or Write was framed after the last Read or fence */
     struct iw_rd *rdq;              /* Read Requests in flight, oldest at rdq_head */
     uint32_t rdq_head, rdq_count;
+    uint64_t oldest_read_ns;        /* when the oldest of them went out, 0 if none (atomic) */
     uint32_t msn_send, msn_read;    /* last MSN used per queue */
     int32_t cur_txe;                /* request being framed, or -1 */
     bool cur_rresp;                 /* a Read Response is being framed */
@@ -161,6 +166,8 @@ void iw_recv_posted(struct nd_qp *qp);
 void iw_progress(struct nd_qp *qp);
 void iw_idle(struct nd_qp *qp);
 void iw_shutdown(struct nd_qp *qp, nd_status why);
+/* From the engine: fail @c with ND_IO_TIMEOUT if its oldest Read is overdue (QP lock held). */
+void iw_check_overdue(struct iw_conn *c, uint64_t now);
 void iw_destroy(struct nd_qp *qp);
 
 /* iw_engine.c */
