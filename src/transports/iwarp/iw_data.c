@@ -1077,9 +1077,11 @@ static nd_status final_status(struct iw_conn *c, uint32_t i, const struct iw_txe
     return ND_CANCELED;
 }
 
-void iw_check_overdue(struct iw_conn *c, uint64_t now)
+void iw_check_overdue(struct iw_conn *c)
 {
-    if (c->dead || !c->rdq_count || now - c->rdq[c->rdq_head].sent_ns < (uint64_t)iw_timeout_ms() * 1000000)
+    /* Read the clock under the lock: a Read sent after the caller's look is younger. */
+    if (c->dead || !c->rdq_count ||
+        (int64_t)(nd_now_ns() - c->rdq[c->rdq_head].sent_ns) < (int64_t)iw_timeout_ms() * 1000000)
         return;
     nd_log(ND_LOG_INFO, ND_SUB_IWARP, "no answer to a Read for %u ms: the peer stopped", iw_timeout_ms());
     if (!c->got_term) {

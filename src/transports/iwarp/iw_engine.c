@@ -89,7 +89,7 @@ static bool app_polls(struct iw_conn *c, uint64_t now, uint64_t within)
 {
     uint64_t t = __atomic_load_n(&c->polled_ns, __ATOMIC_RELAXED);
 
-    return t && now - t < within;
+    return t && (int64_t)(now - t) < (int64_t)within;     /* t may be newer than now */
 }
 
 /* Input for @key while its application polls: leave it to the poller. */
@@ -132,7 +132,7 @@ static uint32_t tick_polled(struct iw_engine *e, uint64_t *keys, uint32_t max, b
         owed = __atomic_load_n(&c->owed_since, __ATOMIC_RELAXED);
         if (app_polls(c, now, IW_POLL_GONE_NS)) {
             set_parked(e, c, true);
-            if (owed && now - owed >= IW_POLL_GONE_NS)
+            if (owed && (int64_t)(now - owed) >= (int64_t)IW_POLL_GONE_NS)
                 keys[n++] = key_of(e, slot);
         } else if (c->parked || owed || __atomic_load_n(&c->want_out, __ATOMIC_RELAXED)) {
             set_parked(e, c, false);
@@ -231,7 +231,7 @@ static void check_overdue(struct iw_engine *e)
     for (uint32_t slot = 0; slot < e->cap && n < 64; slot++) {
         uint64_t t = e->conns[slot] ? __atomic_load_n(&e->conns[slot]->oldest_read_ns, __ATOMIC_RELAXED) : 0;
 
-        if (t && now - t >= limit)
+        if (t && (int64_t)(now - t) >= (int64_t)limit)
             keys[n++] = key_of(e, slot);
     }
     pthread_mutex_unlock(&e->lock);
@@ -243,7 +243,7 @@ static void check_overdue(struct iw_engine *e)
             continue;
         pthread_mutex_lock(&qp->lock);
         if (qp->conn == c)
-            iw_check_overdue(c, now);
+            iw_check_overdue(c);
         pthread_mutex_unlock(&qp->lock);
         nd_qp_unref(qp);
     }

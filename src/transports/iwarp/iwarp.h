@@ -167,7 +167,7 @@ void iw_progress(struct nd_qp *qp);
 void iw_idle(struct nd_qp *qp);
 void iw_shutdown(struct nd_qp *qp, nd_status why);
 /* From the engine: fail @c with ND_IO_TIMEOUT if its oldest Read is overdue (QP lock held). */
-void iw_check_overdue(struct iw_conn *c, uint64_t now);
+void iw_check_overdue(struct iw_conn *c);
 void iw_destroy(struct nd_qp *qp);
 
 /* iw_engine.c */
