@@ -103,11 +103,15 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
     if (!cq || cq->magic != ND_MAGIC_CQ || !results)
         return 0;
     pthread_mutex_lock(&cq->lock);
-    /* Rings cannot lose entries, but ND makes a CQ holding more than its depth fatal:
-     * check before draining, so a polling-only consumer sees the overrun too. */
-    cq_run_progress(cq);
+    /* What is already in the rings goes first; transports are moved (a system call for
+     * iwarp) only when that does not fill the caller's array. */
     for (uint32_t i = 0, start = cq->next_scan; i < cq->nsrc && n < max; i++)
         n += src_drain(cq->src[(start + i) % cq->nsrc], results + n, max - n);
+    if (n < max) {
+        cq_run_progress(cq);
+        for (uint32_t i = 0, start = cq->next_scan; i < cq->nsrc && n < max; i++)
+            n += src_drain(cq->src[(start + i) % cq->nsrc], results + n, max - n);
+    }
     /* A ring that deferred to another may deliver now that the other drained. */
     for (uint32_t i = 0; i < cq->nsrc && n < max && cq->ndefer_capable; i++)
         n += src_drain(cq->src[i], results + n, max - n);
