@@ -148,21 +148,28 @@ static inline void tool_connect(struct tool_ep *e, const struct sockaddr_in *des
     TOOL_CHECK(tool_wait(nd_connector_complete_connect(e->conn, &ov), &ov));
 }
 
-/* The next completion: spin on the CQ, or arm it and sleep (-b). */
-static inline nd_result tool_next(struct tool_ep *e)
+/* The next completion, whatever its status: spin on the CQ, or arm it and sleep (-b). */
+static inline nd_result tool_next_any(struct tool_ep *e)
 {
     nd_overlapped ov = { 0 };
     nd_result r;
 
     for (;;) {
-        if (nd_cq_get_results(e->cq, &r, 1) == 1) {
-            if (r.status != ND_SUCCESS)
-                TOOL_DIE("completion failed: %s (type %d)", nd_strerror(r.status), r.request_type);
+        if (nd_cq_get_results(e->cq, &r, 1) == 1)
             return r;
-        }
         if (e->blocking)
             TOOL_CHECK(tool_wait(nd_cq_notify(e->cq, ND_CQ_NOTIFY_ANY, &ov), &ov));
     }
+}
+
+/* The next completion, which must have succeeded. */
+static inline nd_result tool_next(struct tool_ep *e)
+{
+    nd_result r = tool_next_any(e);
+
+    if (r.status != ND_SUCCESS)
+        TOOL_DIE("completion failed: %s (type %d)", nd_strerror(r.status), r.request_type);
+    return r;
 }
 
 #endif
