@@ -69,10 +69,14 @@ static struct nd_qp *lookup(struct iw_engine *e, uint64_t key, struct iw_conn **
 
 static uint32_t watch_events(const struct iw_conn *c)
 {
-    return EPOLLRDHUP | EPOLLET | (c->parked ? 0 : EPOLLIN) | (c->out_armed ? EPOLLOUT : 0);
+    return EPOLLIN | EPOLLRDHUP | EPOLLET | (c->out_armed ? EPOLLOUT : 0);
 }
 
-/* Engine lock held. Re-arming with input pending reports it (epoll polls on MOD). */
+/*
+ * Engine lock held. A parked socket leaves the epoll set altogether: an entry on its wait
+ * queue, even one whose mask ignores input, costs every arriving segment a callback on the
+ * sender's side. Adding it back with input pending reports that input at once.
+ */
 static void set_parked(struct iw_engine *e, struct iw_conn *c, bool on)
 {
     struct epoll_event ev = { .data.u64 = key_of(e, c->slot) };
@@ -82,7 +86,7 @@ static void set_parked(struct iw_engine *e, struct iw_conn *c, bool on)
     c->parked = on;
     __atomic_store_n(&e->parked, e->parked + (on ? 1 : (uint32_t)-1), __ATOMIC_RELAXED);
     ev.events = watch_events(c);
-    epoll_ctl(e->epfd, EPOLL_CTL_MOD, c->sock, &ev);
+    epoll_ctl(e->epfd, on ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, c->sock, &ev);
 }
 
 static bool app_polls(struct iw_conn *c, uint64_t now, uint64_t within)
@@ -425,7 +429,8 @@ void iw_engine_want_out(struct iw_conn *c, bool on)
     c->out_armed = on;
     ev.events = watch_events(c);
     ev.data.u64 = key_of(e, c->slot);
-    epoll_ctl(e->epfd, EPOLL_CTL_MOD, c->sock, &ev);
+    if (!c->parked)                 /* a parked socket is added back with these events */
+        epoll_ctl(e->epfd, EPOLL_CTL_MOD, c->sock, &ev);
     pthread_mutex_unlock(&e->lock);
 }
 
