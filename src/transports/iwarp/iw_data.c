@@ -449,6 +449,21 @@ void iw_tx_pump(struct iw_conn *c)
             }
         }
         struct msghdr mh = { .msg_iov = iov, .msg_iovlen = n };
+        size_t lin = 0;
+
+        /* Small batches (a message with its fence and a Read Response, say) go out as one
+         * contiguous buffer: the kernel's per-iovec cost is larger than the copy. */
+        for (uint32_t k = 0; k < n && lin <= IW_TXLIN; k++)
+            lin += iov[k].iov_len;
+        if (n > 1 && lin <= IW_TXLIN) {
+            lin = 0;
+            for (uint32_t k = 0; k < n; k++) {
+                memcpy(c->txlin + lin, iov[k].iov_base, iov[k].iov_len);
+                lin += iov[k].iov_len;
+            }
+            iov[0] = (struct iovec){ c->txlin, lin };
+            mh.msg_iovlen = 1;
+        }
         w = sendmsg(c->sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0) {
             if (errno == EINTR)

@@ -17,6 +17,7 @@
 #define IW_TXF_MAX 32               /* FPDUs framed ahead of the socket */
 #define IW_TXF_IOV 36               /* iovecs of one FPDU: header, payload pieces, trailer */
 #define IW_RXBUF 65536u
+#define IW_TXLIN 2048u              /* a batch this small is copied into one buffer: one iovec */
 #define IW_RNR_TIMEOUT_NS (100ull * 1000000)    /* a Send waits this long for a receive */
 /* ND_IWARP_TIMEOUT_MS: how long a peer may leave our bytes unacknowledged (TCP) or our
  * Reads and fences unanswered before the connection ends with ND_IO_TIMEOUT. */
@@ -107,6 +108,7 @@ struct iw_conn {
     struct iw_txe *txq;             /* iq_entries, at index & mask */
     nd_sge *txq_sges;
     uint8_t *inline_buf;            /* inline data copied at post time, inline_size per slot */
+    uint8_t txlin[IW_TXLIN];        /* small batches, gathered for one contiguous send */
     uint32_t tx_next;               /* next request to frame */
     uint32_t comp_next;             /* next request to complete */
     uint32_t posted;                /* requests handed to us */
