@@ -808,7 +808,10 @@ static bool on_fpdu_end(struct iw_conn *c)
             c->reads_out--;
             __atomic_store_n(&c->oldest_read_ns, c->rdq_count ? c->rdq[c->rdq_head].sent_ns : 0, __ATOMIC_RELAXED);
             confirm(c, rd.upto);
-            iw_tx_pump(c);          /* completes them, and starts Reads that waited for ORD */
+            if (c->tx_next != c->posted || c->irq_count)
+                iw_tx_pump(c);      /* starts Reads that waited for ORD, and completes */
+            else
+                complete_in_order(c);
         }
         break;
     }
