@@ -943,10 +943,13 @@ static ssize_t recv_direct(struct iw_conn *c, size_t *asked)
 }
 
 /*
- * Read and place until the socket is empty. A read that returns less than it asked for
- * emptied the socket: we stop there rather than pay one more system call to hear EAGAIN
- * (on the latency path that call is a third of a round trip). Edge-triggered epoll stays
- * correct: bytes that arrive later make a new edge.
+ * Read and place until the socket is empty. For a polling application, a read that
+ * returns less than it asked for emptied the socket of data: it stops there rather than
+ * pay one more system call to hear EAGAIN (on the latency path that call is a third of a
+ * round trip). Not so for anyone else: a FIN queued behind the data reads as 0 only on the
+ * next call, and its edge may be spent already, so the engine and the other callers read
+ * to EAGAIN; a poller that stops is covered by the engine's tick (it serves the connection
+ * once its polls stop).
  */
 void iw_rx_pump(struct iw_conn *c)
 {
@@ -973,7 +976,7 @@ void iw_rx_pump(struct iw_conn *c)
             if (n > 0)
                 c->rx_hi += (uint32_t)n;
         }
-        drained = n > 0 && (size_t)n < asked;
+        drained = c->app_rx && n > 0 && (size_t)n < asked;
         if (n == 0) {
             nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "peer closed the connection");
             conn_fail(c, ND_CANCELED);

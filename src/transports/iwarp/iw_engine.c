@@ -138,8 +138,12 @@ static uint32_t tick_polled(struct iw_engine *e, uint64_t *keys, uint32_t max, b
             set_parked(e, c, true);
             if (owed && (int64_t)(now - owed) >= (int64_t)IW_POLL_GONE_NS)
                 keys[n++] = key_of(e, slot);
-        } else if (c->parked || owed || __atomic_load_n(&c->want_out, __ATOMIC_RELAXED)) {
+        } else if (c->parked || owed || __atomic_load_n(&c->want_out, __ATOMIC_RELAXED) ||
+                   __atomic_load_n(&c->polled_ns, __ATOMIC_RELAXED)) {
+            /* The poller left: serve once what it may have left unread (a FIN behind
+             * its last short read), and forget it polled. */
             set_parked(e, c, false);
+            __atomic_store_n(&c->polled_ns, 0, __ATOMIC_RELAXED);
             keys[n++] = key_of(e, slot);
         }
     }

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connections in a row leak nothing. Each connection lives its full life as nd_conn's
+ * does: create a queue pair and a connector, connect, 4 KiB each way, disconnect, close
+ * both. After a warm-up (allocator arenas, the adapter's tables and engine are in place),
+ * the client's open descriptors must stay exactly the same and its resident memory flat
+ * (within 256 KiB, the allocator's slack) up to the last connection. ND_TEST_CONNS sets
+ * the count (default 1500; the 100,000 figure comes from ND_TEST_CONNS=100000).
+ */
+#include "t_conn.h"
+
+#include <dirent.h>
+
+#define WARMUP 200
+#define MSG 4096
+
+static uint32_t conns(void)
+{
+    const char *v = getenv("ND_TEST_CONNS");
+
+    return v && atoi(v) > WARMUP ? (uint32_t)atoi(v) : 1500;
+}
+
+static uint32_t open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    uint32_t n = 0;
+
+    CHECK(d != NULL);
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+static long rss_kib(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    CHECK(f && fscanf(f, "%ld %ld", &pages, &resident) == 2);
+    fclose(f);
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+struct ep {
+    nd_adapter *a;
+    nd_port *port;
+    nd_cq *cq;
+    nd_mr *mr;
+    uint8_t *buf;
+    uint32_t token;
+};
+
+static void ep_open(struct ep *e)
+{
+    nd_overlapped ov = { 0 };
+
+    e->a = t_open_loopback();
+    CHECK_ST(nd_port_create(&e->port), ND_SUCCESS);
+    CHECK_ST(nd_adapter_create_completion_queue(e->a, e->port, 16, 0, 0, &e->cq), ND_SUCCESS);
+    e->buf = mmap(NULL, 2 * MSG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(e->buf != MAP_FAILED);
+    CHECK_ST(nd_adapter_create_memory_region(e->a, e->port, &e->mr), ND_SUCCESS);
+    CHECK_ST(nd_mr_register(e->mr, e->buf, 2 * MSG, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov), ND_SUCCESS);
+    e->token = nd_mr_get_local_token(e->mr);
+}
+
+static void ep_close(struct ep *e)
+{
+    CHECK_ST(nd_mr_close(e->mr), ND_SUCCESS);
+    CHECK_ST(nd_cq_close(e->cq), ND_SUCCESS);
+    CHECK_ST(nd_port_close(e->port), ND_SUCCESS);
+    CHECK_ST(nd_adapter_close(e->a), ND_SUCCESS);
+    munmap(e->buf, 2 * MSG);
+}
+
+/* 4 KiB out, 4 KiB in (the server echoes). */
+static void exchange(struct ep *e, nd_qp *qp, bool server)
+{
+    nd_sge out = { e->buf, MSG, e->token }, in = { e->buf + MSG, MSG, e->token };
+    int got = 0;
+
+    CHECK_ST(nd_qp_receive(qp, (void *)1, &in, 1), ND_SUCCESS);
+    if (server) {
+        nd_result r = t_poll_one(e->cq, 5000);
+        CHECK(r.status == ND_SUCCESS && r.request_type == ND_REQUEST_TYPE_RECEIVE && r.bytes_transferred == MSG);
+        got++;
+    }
+    CHECK_ST(nd_qp_send(qp, (void *)2, &out, 1, 0), ND_SUCCESS);
+    while (got < 2) {
+        nd_result r = t_poll_one(e->cq, 5000);
+        CHECK(r.status == ND_SUCCESS);
+        got++;
+    }
+}
+
+static void server(int port_pipe)
+{
+    struct ep e;
+    nd_listener *l;
+    struct sockaddr_in sin = t_ipv4(t_my_ip(), 0);
+    uint32_t len = sizeof(sin), n = conns();
+    uint16_t port;
+
+    ep_open(&e);
+    CHECK_ST(nd_adapter_create_listener(e.a, e.port, &l), ND_SUCCESS);
+    CHECK_ST(nd_listener_bind(l, (struct sockaddr *)&sin, sizeof(sin)), ND_SUCCESS);
+    CHECK_ST(nd_listener_listen(l, 64), ND_SUCCESS);
+    CHECK_ST(nd_listener_get_local_address(l, (struct sockaddr *)&sin, &len), ND_SUCCESS);
+    port = ntohs(sin.sin_port);
+    CHECK(write(port_pipe, &port, sizeof(port)) == sizeof(port));
+    for (uint32_t i = 0; i < n; i++) {
+        nd_connector *c;
+        nd_qp *qp;
+        nd_overlapped ov = { 0 };
+
+        CHECK_ST(nd_adapter_create_queue_pair(e.a, e.cq, e.cq, NULL, 2, 2, 1, 1, 0, &qp), ND_SUCCESS);
+        CHECK_ST(nd_adapter_create_connector(e.a, e.port, &c), ND_SUCCESS);
+        CHECK_ST(t_wait(nd_listener_get_connection_request(l, c, &ov), &ov), ND_SUCCESS);
+        CHECK_ST(t_wait(nd_connector_accept(c, qp, 0, 0, NULL, 0, &ov), &ov), ND_SUCCESS);
+        exchange(&e, qp, true);
+        CHECK_ST(t_wait(nd_connector_notify_disconnect(c, &ov), &ov), ND_SUCCESS);
+        CHECK_ST(t_wait(nd_connector_disconnect(c, &ov), &ov), ND_SUCCESS);
+        CHECK_ST(nd_connector_close(c), ND_SUCCESS);
+        CHECK_ST(nd_qp_close(qp), ND_SUCCESS);
+        /* Disconnect flushed the receive posted for nothing: take it out of the CQ. */
+        nd_result r;
+        while (nd_cq_get_results(e.cq, &r, 1))
+            ;
+    }
+    CHECK_ST(nd_listener_close(l), ND_SUCCESS);
+    ep_close(&e);
+}
+
+static void one_connection(struct ep *e, uint16_t port)
+{
+    struct sockaddr_in local = t_ipv4(t_my_ip(), 0), dest = t_ipv4(t_peer_ip(), port);
+    nd_overlapped ov = { 0 };
+    nd_connector *c;
+    nd_qp *qp;
+    nd_result r;
+
+    CHECK_ST(nd_adapter_create_queue_pair(e->a, e->cq, e->cq, NULL, 2, 2, 1, 1, 0, &qp), ND_SUCCESS);
+    CHECK_ST(nd_adapter_create_connector(e->a, e->port, &c), ND_SUCCESS);
+    CHECK_ST(nd_connector_bind(c, (struct sockaddr *)&local, sizeof(local)), ND_SUCCESS);
+    CHECK_ST(t_wait(nd_connector_connect(c, qp, (struct sockaddr *)&dest, sizeof(dest), 0, 0, NULL, 0, &ov), &ov),
+             ND_SUCCESS);
+    CHECK_ST(t_wait(nd_connector_complete_connect(c, &ov), &ov), ND_SUCCESS);
+    exchange(e, qp, false);
+    CHECK_ST(t_wait(nd_connector_disconnect(c, &ov), &ov), ND_SUCCESS);
+    CHECK_ST(nd_connector_close(c), ND_SUCCESS);
+    CHECK_ST(nd_qp_close(qp), ND_SUCCESS);
+    while (nd_cq_get_results(e->cq, &r, 1))
+        ;
+}
+
+int main(void)
+{
+    struct ep e;
+    uint16_t port;
+    int pp;
+    pid_t pid = t_fork_server(server, &pp);
+    uint32_t n = conns(), fds0;
+    long rss0;
+
+    CHECK(read(pp, &port, sizeof(port)) == sizeof(port));
+    ep_open(&e);
+    for (uint32_t i = 0; i < WARMUP; i++)
+        one_connection(&e, port);
+    fds0 = open_fds();
+    rss0 = rss_kib();
+    uint64_t t0 = t_now_ms();
+    for (uint32_t i = WARMUP; i < n; i++)
+        one_connection(&e, port);
+    uint64_t ms = t_now_ms() - t0;
+    uint32_t fds1 = open_fds();
+    long rss1 = rss_kib();
+    ep_close(&e);
+    t_expect_child_ok(pid);
+    printf("%u connections: fds %u -> %u, RSS %ld -> %ld KiB, %.0f connections/s\n", n, fds0, fds1, rss0, rss1,
+           (n - WARMUP) * 1000.0 / (ms ? ms : 1));
+    CHECK(fds1 == fds0);
+    CHECK(rss1 - rss0 <= 256);
+    return 0;
+}
