@@ -46,4 +46,17 @@ for tr in shm iwarp; do
     echo "$out" | grep -Eq '^\{"op":"send","size":4096,"iterations":2000,"depth":16,"latency_us":[0-9.]+,"cpu_percent":[0-9.]+,"bytes_per_sec":[0-9]+,"mode":"polling"\}$' ||
         fail "nd_ping ($tr) output: $out"
 done
+for tr in shm iwarp; do
+    port=$((base + 7))
+    [ "$tr" = iwarp ] && port=$((base + 8))
+    ND_TRANSPORT=$tr "$tools/nd_rpingpong" -s "127.0.0.1:$port" 2>/dev/null &
+    out=$(ND_TRANSPORT=$tr "$tools/nd_rpingpong" -c "127.0.0.1:$port" -S 64 -i 2000 --json) || fail "nd_rpingpong ($tr) failed"
+    wait
+    echo "$out" | grep -Eq '^\{"op":"write","size":64,"iterations":2000,"latency_us":[0-9.]+,"cpu_percent":[0-9.]+\}$' ||
+        fail "nd_rpingpong ($tr) output: $out"
+done
+
+out=$("$tools/nd_mrlat" -S 65536 -i 100 --json) || fail "nd_mrlat failed"
+echo "$out" | grep -Eq '^\{"size":65536,"iterations":100,"register_us":[0-9.]+,"deregister_us":[0-9.]+\}$' ||
+    fail "nd_mrlat output: $out"
 echo "tools ok"
