@@ -10,17 +10,10 @@
  */
 #include "nd_tool.h"
 
-#include <getopt.h>
-
 #define DEFAULT_PORT 54327
 #define MAX_SIZE (1u << 20)
 #define CREDIT_BUFS 4u
 
-struct opts {
-    bool server, json;
-    struct sockaddr_in addr;
-    uint32_t depth, size, iters, max_size;
-};
 
 struct client {
     struct tool_ep e;
@@ -64,7 +57,7 @@ static void client_send(struct client *cl, const nd_sge *sge, uint32_t depth)
     cl->sends_out++;
 }
 
-static void run_size(struct client *cl, const struct opts *o, uint32_t size, uint32_t iters)
+static void run_size(struct client *cl, const struct tool_opts *o, uint32_t size, uint32_t iters)
 {
     nd_sge ds = { cl->e.buf, size, cl->e.token };
 
@@ -75,7 +68,7 @@ static void run_size(struct client *cl, const struct opts *o, uint32_t size, uin
 }
 
 /* Server: every receive lands at the start of the buffer; credits go back in batches. */
-static void serve(struct tool_ep *e, const struct opts *o)
+static void serve(struct tool_ep *e, const struct tool_opts *o)
 {
     uint8_t *cbuf = (uint8_t *)e->buf + MAX_SIZE;
     uint32_t owed = 0, batch = o->depth / 2;
@@ -109,41 +102,16 @@ static void usage(void)
     exit(2);
 }
 
-static void parse(int argc, char **argv, struct opts *o, bool *blocking)
-{
-    static const struct option longs[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
-    int c;
-    bool have = false;
-
-    *o = (struct opts){ .depth = 16, .max_size = MAX_SIZE };
-    while ((c = getopt_long(argc, argv, "s:c:bpq:S:M:i:", longs, NULL)) != -1) {
-        switch (c) {
-        case 's': case 'c':
-            o->server = c == 's';
-            have = tool_parse_addr(optarg, DEFAULT_PORT, &o->addr);
-            break;
-        case 'b': *blocking = true; break;
-        case 'p': *blocking = false; break;
-        case 'q': o->depth = (uint32_t)atoi(optarg); break;
-        case 'S': o->size = (uint32_t)atoi(optarg); break;
-        case 'M': o->max_size = (uint32_t)atoi(optarg); break;
-        case 'i': o->iters = (uint32_t)atoi(optarg); break;
-        case 'j': o->json = true; break;
-        default: usage();
-        }
-    }
-    if (!have || o->depth < 2 || o->depth > 64 || o->max_size > MAX_SIZE || o->size > MAX_SIZE)
-        usage();
-}
-
 int main(int argc, char **argv)
 {
     struct client cl = { .credits = 0 };
-    struct opts o;
+    struct tool_opts o = { .depth = 16, .max_size = MAX_SIZE };
     uint32_t sizes[32], nsizes = 0;
-    bool blocking = false;
 
-    parse(argc, argv, &o, &blocking);
+    if (!tool_parse(argc, argv, "bpqSMi", DEFAULT_PORT, &o) || o.depth < 2 || o.depth > 64 ||
+        o.max_size > MAX_SIZE || o.size > MAX_SIZE)
+        usage();
+    bool blocking = o.blocking;
     /* Both sides use the same depth: the client starts with that many credits. */
     tool_open(&cl.e, &o.addr, 2 * MAX_SIZE, o.depth + CREDIT_BUFS + 2, 1);
     cl.e.blocking = blocking;

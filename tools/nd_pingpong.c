@@ -8,16 +8,9 @@
  */
 #include "nd_tool.h"
 
-#include <getopt.h>
-
 #define DEFAULT_PORT 54325
 #define MAX_SIZE (4u << 20)
 
-struct opts {
-    bool server, json;
-    struct sockaddr_in addr;
-    uint32_t nsge, size, iters, max_size;
-};
 
 /*
  * The server's next receive. Results of different queues come in any order, so our own
@@ -33,7 +26,7 @@ static nd_result next_receive(struct tool_ep *e)
     return r;
 }
 
-static void run_size(struct tool_ep *e, const struct opts *o, uint32_t size, uint32_t iters, bool client)
+static void run_size(struct tool_ep *e, const struct tool_opts *o, uint32_t size, uint32_t iters, bool client)
 {
     uint8_t *buf = e->buf;
     uint32_t per = o->nsge ? (size + o->nsge - 1) / o->nsge : 0, nsge = 0;
@@ -67,41 +60,16 @@ static void usage(void)
     exit(2);
 }
 
-static void parse(int argc, char **argv, struct opts *o, bool *blocking)
-{
-    static const struct option longs[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
-    int c;
-    bool have = false;
-
-    *o = (struct opts){ .nsge = 1, .max_size = 1u << 20 };
-    while ((c = getopt_long(argc, argv, "s:c:bpn:S:M:i:", longs, NULL)) != -1) {
-        switch (c) {
-        case 's': case 'c':
-            o->server = c == 's';
-            have = tool_parse_addr(optarg, DEFAULT_PORT, &o->addr);
-            break;
-        case 'b': *blocking = true; break;
-        case 'p': *blocking = false; break;
-        case 'n': o->nsge = (uint32_t)atoi(optarg); break;
-        case 'S': o->size = (uint32_t)atoi(optarg); break;
-        case 'M': o->max_size = (uint32_t)atoi(optarg); break;
-        case 'i': o->iters = (uint32_t)atoi(optarg); break;
-        case 'j': o->json = true; break;
-        default: usage();
-        }
-    }
-    if (!have || o->nsge < 1 || o->nsge > 32 || o->max_size > MAX_SIZE || o->size > MAX_SIZE)
-        usage();
-}
-
 int main(int argc, char **argv)
 {
     struct tool_ep e = { 0 };
-    struct opts o;
-    bool blocking = false;
+    struct tool_opts o = { .nsge = 1, .max_size = 1u << 20 };
     uint32_t sizes[32], nsizes = 0, hdr[3];
 
-    parse(argc, argv, &o, &blocking);
+    if (!tool_parse(argc, argv, "bpnSMi", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > 32 || o.max_size > MAX_SIZE ||
+        o.size > MAX_SIZE)
+        usage();
+    bool blocking = o.blocking;
     tool_open(&e, &o.addr, 2 * MAX_SIZE, 64, o.nsge);
     e.blocking = blocking;
     if (o.server) {

@@ -9,16 +9,9 @@
  */
 #include "nd_tool.h"
 
-#include <getopt.h>
-
 #define DEFAULT_PORT 54326
 #define MAX_SIZE (4u << 20)
 
-struct opts {
-    bool server, json, read;
-    struct sockaddr_in addr;
-    uint32_t depth, size, iters, max_size;
-};
 
 struct target {
     uint64_t addr;
@@ -26,7 +19,7 @@ struct target {
 };
 
 /* @iters operations of @size bytes, @depth in flight; the source (or sink) is our buffer. */
-static void run_size(struct tool_ep *e, const struct opts *o, const struct target *t, uint32_t size, uint32_t iters)
+static void run_size(struct tool_ep *e, const struct tool_opts *o, const struct target *t, uint32_t size, uint32_t iters)
 {
     nd_sge sge = { e->buf, size, e->token };
     uint32_t posted = 0, done = 0;
@@ -49,36 +42,7 @@ static void usage(void)
     exit(2);
 }
 
-static void parse(int argc, char **argv, struct opts *o, bool *blocking)
-{
-    static const struct option longs[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
-    int c;
-    bool have = false;
-
-    *o = (struct opts){ .depth = 16, .max_size = MAX_SIZE };
-    while ((c = getopt_long(argc, argv, "s:c:wrbpq:S:M:i:", longs, NULL)) != -1) {
-        switch (c) {
-        case 's': case 'c':
-            o->server = c == 's';
-            have = tool_parse_addr(optarg, DEFAULT_PORT, &o->addr);
-            break;
-        case 'w': o->read = false; break;
-        case 'r': o->read = true; break;
-        case 'b': *blocking = true; break;
-        case 'p': *blocking = false; break;
-        case 'q': o->depth = (uint32_t)atoi(optarg); break;
-        case 'S': o->size = (uint32_t)atoi(optarg); break;
-        case 'M': o->max_size = (uint32_t)atoi(optarg); break;
-        case 'i': o->iters = (uint32_t)atoi(optarg); break;
-        case 'j': o->json = true; break;
-        default: usage();
-        }
-    }
-    if (!have || o->depth < 1 || o->depth > 64 || o->max_size > MAX_SIZE || o->size > MAX_SIZE)
-        usage();
-}
-
-static void serve(struct tool_ep *e, const struct opts *o)
+static void serve(struct tool_ep *e, const struct tool_opts *o)
 {
     struct target t = { (uint64_t)(uintptr_t)e->buf, nd_mr_get_remote_token(e->mr) };
     nd_sge rs = { e->buf, 64, e->token };
@@ -91,12 +55,14 @@ static void serve(struct tool_ep *e, const struct opts *o)
 int main(int argc, char **argv)
 {
     struct tool_ep e = { 0 };
-    struct opts o;
+    struct tool_opts o = { .depth = 16, .max_size = MAX_SIZE };
     struct target t;
     uint32_t tl = sizeof(t), sizes[32], nsizes = 0;
-    bool blocking = false;
 
-    parse(argc, argv, &o, &blocking);
+    if (!tool_parse(argc, argv, "wrbpqSMi", DEFAULT_PORT, &o) || o.depth < 1 || o.depth > 64 ||
+        o.max_size > MAX_SIZE || o.size > MAX_SIZE)
+        usage();
+    bool blocking = o.blocking;
     tool_open(&e, &o.addr, MAX_SIZE, o.depth + 1, 1);
     e.blocking = blocking;
     if (o.server) {

@@ -11,8 +11,6 @@
  */
 #include "nd_tool.h"
 
-#include <getopt.h>
-
 #define DEFAULT_PORT 54328
 #define MAX_SIZE (1u << 20)
 
@@ -83,72 +81,34 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    static const struct option longs[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
     struct side s = { 0 };
-    struct sockaddr_in addr;
-    uint32_t size = 0, max = 64u << 10, iters = 0, tl = sizeof(struct target);
-    bool server = false, have = false, json = false;
+    struct tool_opts o = { .max_size = 64u << 10 };
+    struct hello {
+        struct target t;
+        uint32_t plan[3];           /* size, max size, iterations: both sides run the client's */
+    } in = { 0 };
+    uint32_t tl = sizeof(struct target), hl = sizeof(in);
     uint8_t seq = 0;
-    int c;
 
-    while ((c = getopt_long(argc, argv, "s:c:S:M:i:", longs, NULL)) != -1) {
-        switch (c) {
-        case 's': case 'c':
-            server = c == 's';
-            have = tool_parse_addr(optarg, DEFAULT_PORT, &addr);
-            break;
-        case 'S': size = (uint32_t)atoi(optarg); break;
-        case 'M': max = (uint32_t)atoi(optarg); break;
-        case 'i': iters = (uint32_t)atoi(optarg); break;
-        case 'j': json = true; break;
-        default: usage();
-        }
-    }
-    if (!have || size > MAX_SIZE || max > MAX_SIZE || max < 1)
+    if (!tool_parse(argc, argv, "SMi", DEFAULT_PORT, &o) || o.size > MAX_SIZE || o.max_size > MAX_SIZE ||
+        o.max_size < 1)
         usage();
-    tool_open(&s.e, &addr, 2 * MAX_SIZE, 40, 1);
-    struct target mine = { (uint64_t)(uintptr_t)s.e.buf, nd_mr_get_remote_token(s.e.mr) };
-    /* Both sides run the same list of sizes: the client's options travel in its private
-     * data next to its buffer. */
-    uint32_t plan[3] = { size, max, iters };
-    if (server) {
-        struct { struct target t; uint32_t plan[3]; } hello;
-        nd_overlapped ov = { 0 };
-        uint32_t hl = sizeof(hello);
-
-        TOOL_CHECK(nd_adapter_create_listener(s.e.adapter, s.e.port, &s.e.listener));
-        TOOL_CHECK(nd_listener_bind(s.e.listener, (struct sockaddr *)&addr, sizeof(addr)));
-        TOOL_CHECK(nd_listener_listen(s.e.listener, 0));
-        fprintf(stderr, "listening on %s:%u\n", inet_ntoa(addr.sin_addr), ntohs(addr.sin_port));
-        TOOL_CHECK(tool_wait(nd_listener_get_connection_request(s.e.listener, s.e.conn, &ov), &ov));
-        TOOL_CHECK(nd_connector_get_private_data(s.e.conn, &hello, &hl));
-        if (hl != sizeof(hello))
+    tool_open(&s.e, &o.addr, 2 * MAX_SIZE, 40, 1);
+    struct hello mine = { { (uint64_t)(uintptr_t)s.e.buf, nd_mr_get_remote_token(s.e.mr) },
+                          { o.size, o.max_size, o.iters } };
+    uint32_t *plan = mine.plan;
+    if (o.server) {
+        tool_accept_pd(&s.e, &o.addr, &mine.t, sizeof(mine.t), &in, &hl);
+        if (hl != sizeof(in))
             TOOL_DIE("bad private data");
-        s.peer = hello.t;
-        memcpy(plan, hello.plan, sizeof(plan));
-        TOOL_CHECK(tool_wait(nd_connector_accept(s.e.conn, s.e.qp, 8, 8, &mine, sizeof(mine), &ov), &ov));
+        s.peer = in.t;
+        plan = in.plan;
     } else {
-        struct { struct target t; uint32_t plan[3]; } hello = { mine, { size, max, iters } };
-        struct sockaddr_in local = addr;
-        nd_overlapped ov = { 0 };
-        nd_status st;
-
-        local.sin_port = 0;
-        TOOL_CHECK(nd_connector_bind(s.e.conn, (struct sockaddr *)&local, sizeof(local)));
-        for (int tries = 0;; tries++) {
-            st = tool_wait(nd_connector_connect(s.e.conn, s.e.qp, (struct sockaddr *)&addr, sizeof(addr), 8, 8,
-                                                &hello, sizeof(hello), &ov), &ov);
-            if (st != ND_CONNECTION_REFUSED || tries == 5000)
-                break;
-            struct timespec ts = { 0, 1000000 };
-            nanosleep(&ts, NULL);
-        }
-        TOOL_CHECK(st);
-        TOOL_CHECK(nd_connector_get_private_data(s.e.conn, &s.peer, &tl));
-        TOOL_CHECK(tool_wait(nd_connector_complete_connect(s.e.conn, &ov), &ov));
-        if (!json)
+        tool_connect_pd(&s.e, &o.addr, &mine, sizeof(mine), &s.peer, &tl);
+        if (!o.json)
             printf("%10s %10s %14s %8s\n", "Size", "Iter", "Latency(us)", "CPU(%)");
     }
+    bool server = o.server, json = o.json;
     for (uint32_t sz = plan[0] ? plan[0] : 1; sz <= (plan[0] ? plan[0] : plan[1]); sz *= 2) {
         uint32_t n = plan[2] ? plan[2] : sz <= 4096 ? 50000 : 5000;
 

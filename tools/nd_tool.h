@@ -7,6 +7,7 @@
 #include "nd_syscount.h"
 
 #include <arpa/inet.h>
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,52 @@ static inline bool tool_parse_addr(const char *s, uint16_t def_port, struct sock
     sin->sin_family = AF_INET;
     sin->sin_port = htons(colon ? (uint16_t)atoi(colon + 1) : def_port);
     return inet_pton(AF_INET, ip, &sin->sin_addr) == 1;
+}
+
+/* The options ND's tools share; each tool accepts the subset its letters name. */
+struct tool_opts {
+    bool server, json, blocking, read;
+    struct sockaddr_in addr;
+    uint32_t nsge, depth, size, max_size, iters;
+};
+
+/*
+ * -s|-c <ip>[:port] and --json always; then any of -b -p (blocking, polling), -w -r (Write,
+ * Read), -n sge, -q depth, -S size, -M max size, -i iterations that @accept lists. The
+ * caller sets the defaults in @o first. false: a bad or incomplete command line.
+ */
+static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_t def_port, struct tool_opts *o)
+{
+    static const struct option longs[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
+    char spec[40] = "s:c:";
+    size_t n = strlen(spec);
+    bool have = false;
+    int c;
+
+    for (const char *p = accept; *p && n < sizeof(spec) - 3; p++) {
+        spec[n++] = *p;
+        if (strchr("nqSMi", *p))
+            spec[n++] = ':';
+    }
+    spec[n] = 0;
+    while ((c = getopt_long(argc, argv, spec, longs, NULL)) != -1) {
+        switch (c) {
+        case 's': case 'c':
+            o->server = c == 's';
+            have = tool_parse_addr(optarg, def_port, &o->addr);
+            break;
+        case 'b': case 'p': o->blocking = c == 'b'; break;
+        case 'w': case 'r': o->read = c == 'r'; break;
+        case 'n': o->nsge = (uint32_t)atoi(optarg); break;
+        case 'q': o->depth = (uint32_t)atoi(optarg); break;
+        case 'S': o->size = (uint32_t)atoi(optarg); break;
+        case 'M': o->max_size = (uint32_t)atoi(optarg); break;
+        case 'i': o->iters = (uint32_t)atoi(optarg); break;
+        case 'j': o->json = true; break;
+        default: return false;
+        }
+    }
+    return have;
 }
 
 static inline double tool_now_us(void)
@@ -113,7 +160,9 @@ static inline void tool_close(struct tool_ep *e)
     free(e->buf);
 }
 
-static inline void tool_accept(struct tool_ep *e, const struct sockaddr_in *addr, const void *pdata, uint32_t plen)
+/* Listen, take one request (its private data into @in, if any) and accept it with @pdata. */
+static inline void tool_accept_pd(struct tool_ep *e, const struct sockaddr_in *addr, const void *pdata, uint32_t plen,
+                                  void *in, uint32_t *in_len)
 {
     nd_overlapped ov = { 0 };
 
@@ -122,11 +171,20 @@ static inline void tool_accept(struct tool_ep *e, const struct sockaddr_in *addr
     TOOL_CHECK(nd_listener_listen(e->listener, 0));
     fprintf(stderr, "listening on %s:%u\n", inet_ntoa(addr->sin_addr), ntohs(addr->sin_port));
     TOOL_CHECK(tool_wait(nd_listener_get_connection_request(e->listener, e->conn, &ov), &ov));
+    if (in)
+        TOOL_CHECK(nd_connector_get_private_data(e->conn, in, in_len));
     TOOL_CHECK(tool_wait(nd_connector_accept(e->conn, e->qp, 8, 8, pdata, plen, &ov), &ov));
 }
 
-/* Connect, retrying while the server is not listening yet (it may start after us). */
-static inline void tool_connect(struct tool_ep *e, const struct sockaddr_in *dest, void *pdata, uint32_t *plen)
+static inline void tool_accept(struct tool_ep *e, const struct sockaddr_in *addr, const void *pdata, uint32_t plen)
+{
+    tool_accept_pd(e, addr, pdata, plen, NULL, NULL);
+}
+
+/* Connect with @out (private data, may be NULL), retrying while the server is not
+ * listening yet (it may start after us); the server's private data lands in @in. */
+static inline void tool_connect_pd(struct tool_ep *e, const struct sockaddr_in *dest, const void *out, uint32_t out_len,
+                                   void *pdata, uint32_t *plen)
 {
     struct sockaddr_in local = *dest;
     nd_overlapped ov = { 0 };
@@ -136,7 +194,7 @@ static inline void tool_connect(struct tool_ep *e, const struct sockaddr_in *des
     TOOL_CHECK(nd_connector_bind(e->conn, (const struct sockaddr *)&local, sizeof(local)));
     for (int tries = 0;; tries++) {
         st = tool_wait(nd_connector_connect(e->conn, e->qp, (const struct sockaddr *)dest, sizeof(*dest), 8, 8,
-                                            NULL, 0, &ov), &ov);
+                                            out, out_len, &ov), &ov);
         if (st != ND_CONNECTION_REFUSED || tries == 5000)
             break;
         struct timespec ts = { 0, 1000000 };
@@ -146,6 +204,11 @@ static inline void tool_connect(struct tool_ep *e, const struct sockaddr_in *des
     if (pdata)
         TOOL_CHECK(nd_connector_get_private_data(e->conn, pdata, plen));
     TOOL_CHECK(tool_wait(nd_connector_complete_connect(e->conn, &ov), &ov));
+}
+
+static inline void tool_connect(struct tool_ep *e, const struct sockaddr_in *dest, void *pdata, uint32_t *plen)
+{
+    tool_connect_pd(e, dest, NULL, 0, pdata, plen);
 }
 
 /* The next completion, whatever its status: spin on the CQ, or arm it and sleep (-b). */

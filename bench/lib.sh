@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: MIT
+# Shared by the bench/*_compare.sh scripts (sourced, POSIX sh). Expects $build, $ITERS
+# and $tmp (a scratch directory) to be set by the script.
+export FI_TCP_IFACE=lo FI_NET_IFACE=lo UCX_NET_DEVICES=lo
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "n/a" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
+field() { sed "s/.*\"$1\":\([-0-9.e+]*\).*/\1/"; }
+
+# A fresh port per run, also from inside pipelines (subshells): the counter lives in a file.
+next_port() {
+    p=$(cat "$tmp/port" 2>/dev/null || echo "${PORT_BASE:-56000}")
+    port=$((p + 1))
+    echo "$port" > "$tmp/port"
+}
+
+# A netdirect tool, server and client on this host; prints the client's JSON line.
+nd_pair() {
+    tool=$1
+    shift
+    next_port
+    "$build/tools/$tool" -s "127.0.0.1:$port" 2>/dev/null &
+    "$build/tools/$tool" -c "127.0.0.1:$port" "$@" --json
+    wait
+}
+
+# fi_pingpong 8 B with the given provider arguments; prints usec/xfer (a half round trip).
+fi_run() {
+    command -v fi_pingpong > /dev/null || return 0
+    next_port
+    fi_pingpong "$@" -S 8 -I "$ITERS" -B "$port" > /dev/null 2>&1 &
+    # The server needs a moment to open its control socket; the client retries on refusal.
+    for t in 1 2 3 4 5 6 7 8 9 10; do
+        out=$(fi_pingpong "$@" -S 8 -I "$ITERS" -P "$port" 127.0.0.1 2>/dev/null) && break
+        sleep 0.2
+    done
+    wait
+    echo "$out" | awk '$1 == 8 { print $7 }'
+}
+
+# ucx_perftest tag_lat 8 B over UCX_TLS=$1; prints the final latency (us).
+ucx_run() {
+    command -v ucx_perftest > /dev/null || return 0
+    next_port
+    UCX_TLS=$1 ucx_perftest -p "$port" -t tag_lat -s 8 -n "$ITERS" > /dev/null 2>&1 &
+    for t in 1 2 3 4 5 6 7 8 9 10; do
+        out=$(UCX_TLS=$1 ucx_perftest 127.0.0.1 -p "$port" -t tag_lat -s 8 -n "$ITERS" 2>/dev/null) && break
+        sleep 0.2
+    done
+    wait
+    echo "$out" | awk '/^Final:/ { print $3 }'
+}
