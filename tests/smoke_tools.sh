@@ -26,34 +26,28 @@ out=$("$tools/nd_conn" -c "127.0.0.1:$((base + 2))" -d 0.5 --json) || fail "nd_c
 kill "$server" 2>/dev/null
 wait "$server" 2>/dev/null
 echo "$out" | grep -Eq '^\{"connections":[1-9][0-9]*,.*"failures":0,"timeouts":0\}$' || fail "nd_conn output: $out"
-for op in -w -r; do
-    port=$((base + 3))
-    [ "$op" = -r ] && port=$((base + 4))
-    "$tools/nd_rping" -s "127.0.0.1:$port" 2>/dev/null &
-    out=$("$tools/nd_rping" -c "127.0.0.1:$port" "$op" -S 65536 -i 200 --json) || fail "nd_rping $op failed"
+# pair <transport> <port> <tool> <JSON line pattern> <client options...>: server and client
+# of <tool> on this host over <transport>; the client's --json line must match.
+pair() {
+    tr=$1 port=$2 tool=$3 pattern=$4
+    shift 4
+    ND_TRANSPORT=$tr "$tools/$tool" -s "127.0.0.1:$port" 2>/dev/null &
+    out=$(ND_TRANSPORT=$tr "$tools/$tool" -c "127.0.0.1:$port" "$@" --json) || fail "$tool $* ($tr) failed"
     wait
-    echo "$out" | grep -Eq '^\{"op":"(write|read)","size":65536,"iterations":200,"depth":16,"latency_us":[0-9.]+,"cpu_percent":[0-9.]+,"bytes_per_sec":[0-9]+,"mode":"polling"\}$' ||
-        fail "nd_rping $op output: $out"
-done
-
-# nd_ping over both transports: the credits must keep every Send covered by a receive.
+    echo "$out" | grep -Eq "$pattern" || fail "$tool $* ($tr) output: $out"
+}
+num='[0-9.]+'
+bw="\"latency_us\":$num,\"cpu_percent\":$num,\"bytes_per_sec\":[0-9]+,\"mode\":\"polling\"\\}\$"
+pair auto $((base + 3)) nd_rping "^\\{\"op\":\"write\",\"size\":65536,\"iterations\":200,\"depth\":16,$bw" -w -S 65536 -i 200
+pair auto $((base + 4)) nd_rping "^\\{\"op\":\"read\",\"size\":65536,\"iterations\":200,\"depth\":16,$bw" -r -S 65536 -i 200
+# nd_ping and nd_rpingpong over both transports: the credits must keep every Send covered by
+# a receive; the Writes must land while the target only watches its memory (and polls).
+n=5
 for tr in shm iwarp; do
-    port=$((base + 5))
-    [ "$tr" = iwarp ] && port=$((base + 6))
-    ND_TRANSPORT=$tr "$tools/nd_ping" -s "127.0.0.1:$port" 2>/dev/null &
-    out=$(ND_TRANSPORT=$tr "$tools/nd_ping" -c "127.0.0.1:$port" -S 4096 -i 2000 --json) || fail "nd_ping ($tr) failed"
-    wait
-    echo "$out" | grep -Eq '^\{"op":"send","size":4096,"iterations":2000,"depth":16,"latency_us":[0-9.]+,"cpu_percent":[0-9.]+,"bytes_per_sec":[0-9]+,"mode":"polling"\}$' ||
-        fail "nd_ping ($tr) output: $out"
-done
-for tr in shm iwarp; do
-    port=$((base + 7))
-    [ "$tr" = iwarp ] && port=$((base + 8))
-    ND_TRANSPORT=$tr "$tools/nd_rpingpong" -s "127.0.0.1:$port" 2>/dev/null &
-    out=$(ND_TRANSPORT=$tr "$tools/nd_rpingpong" -c "127.0.0.1:$port" -S 64 -i 2000 --json) || fail "nd_rpingpong ($tr) failed"
-    wait
-    echo "$out" | grep -Eq '^\{"op":"write","size":64,"iterations":2000,"latency_us":[0-9.]+,"cpu_percent":[0-9.]+\}$' ||
-        fail "nd_rpingpong ($tr) output: $out"
+    pair $tr $((base + n)) nd_ping "^\\{\"op\":\"send\",\"size\":4096,\"iterations\":2000,\"depth\":16,$bw" -S 4096 -i 2000
+    pair $tr $((base + n + 1)) nd_rpingpong \
+        "^\\{\"op\":\"write\",\"size\":64,\"iterations\":2000,\"latency_us\":$num,\"cpu_percent\":$num\\}\$" -S 64 -i 2000
+    n=$((n + 2))
 done
 
 out=$("$tools/nd_mrlat" -S 65536 -i 100 --json) || fail "nd_mrlat failed"

@@ -126,19 +126,12 @@ int main(int argc, char **argv)
     }
     tool_connect(&cl.e, &o.addr, NULL, NULL);
     cl.credits = o.depth;
-    if (o.size)
-        sizes[nsizes++] = o.size;
-    else
-        for (uint32_t s = 1; s <= o.max_size; s *= 2)
-            sizes[nsizes++] = s;
+    nsizes = tool_sizes(&o, sizes);
     if (!o.json)
         printf("%10s %10s %14s %8s %14s\n", "Size", "Iter", "Latency(us)", "CPU(%)", "Bytes/s");
     for (uint32_t i = 0; i < nsizes; i++) {
-        uint64_t bytes = 256ull << 20;
-        uint32_t iters = o.iters ? o.iters : (uint32_t)(bytes / sizes[i] < 100000 ? bytes / sizes[i] : 100000);
+        uint32_t iters = tool_bw_iters(&o, sizes[i], 100000);
 
-        if (iters < 100 && !o.iters)
-            iters = 100;
         run_size(&cl, &o, sizes[i], iters / 10 + 1);    /* warm-up */
         double t0 = tool_now_us(), c0 = tool_cpu_us();
         run_size(&cl, &o, sizes[i], iters);

@@ -95,11 +95,7 @@ int main(int argc, char **argv)
     }
     tool_connect(&e, &o.addr, NULL, NULL);
     int counter = tool_syscall_counter();   /* -1 (reported as -1) without tracefs or rights */
-    if (o.size)
-        sizes[nsizes++] = o.size;
-    else
-        for (uint32_t s = 1; s <= o.max_size; s *= 2)
-            sizes[nsizes++] = s;
+    nsizes = tool_sizes(&o, sizes);
     if (!o.json)
         printf("%10s %10s %14s %8s %14s %10s\n", "Size", "Iter", "Latency(us)", "CPU(%)", "Bytes/s", "Syscalls/RT");
     for (uint32_t i = 0; i < nsizes; i++) {

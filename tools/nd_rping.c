@@ -73,19 +73,12 @@ int main(int argc, char **argv)
     tool_connect(&e, &o.addr, &t, &tl);
     if (tl != sizeof(t))
         TOOL_DIE("the server sent no buffer");
-    if (o.size)
-        sizes[nsizes++] = o.size;
-    else
-        for (uint32_t s = 1; s <= o.max_size; s *= 2)
-            sizes[nsizes++] = s;
+    nsizes = tool_sizes(&o, sizes);
     if (!o.json)
         printf("%10s %10s %14s %8s %14s\n", "Size", "Iter", "Latency(us)", "CPU(%)", "Bytes/s");
     for (uint32_t i = 0; i < nsizes; i++) {
-        uint64_t bytes = 256ull << 20;
-        uint32_t iters = o.iters ? o.iters : (uint32_t)(bytes / sizes[i] < 20000 ? bytes / sizes[i] : 20000);
+        uint32_t iters = tool_bw_iters(&o, sizes[i], 20000);
 
-        if (iters < 100 && !o.iters)
-            iters = 100;
         run_size(&e, &o, &t, sizes[i], iters / 10 + 1);  /* warm-up */
         double t0 = tool_now_us(), c0 = tool_cpu_us();
         run_size(&e, &o, &t, sizes[i], iters);

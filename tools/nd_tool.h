@@ -97,6 +97,29 @@ static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_
     return have;
 }
 
+/* The sizes to run: -S alone, or the powers of two up to -M. Returns how many (<= 32). */
+static inline uint32_t tool_sizes(const struct tool_opts *o, uint32_t *sizes)
+{
+    uint32_t n = 0;
+
+    if (o->size)
+        sizes[n++] = o->size;
+    else
+        for (uint32_t s = 1; s <= o->max_size && n < 32; s *= 2)
+            sizes[n++] = s;
+    return n;
+}
+
+/* Bandwidth runs move about 256 MiB per size: -i, or that many operations within [100, cap]. */
+static inline uint32_t tool_bw_iters(const struct tool_opts *o, uint32_t size, uint32_t cap)
+{
+    uint64_t n = (256ull << 20) / size;
+
+    if (o->iters)
+        return o->iters;
+    return n < 100 ? 100 : n > cap ? cap : (uint32_t)n;
+}
+
 static inline double tool_now_us(void)
 {
     struct timespec ts;
