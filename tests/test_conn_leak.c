@@ -16,6 +16,19 @@
 #include <malloc.h>
 
 #define WARMUP 200
+
+/* Sanitizer runtimes hold freed memory in quarantine and map their own regions: there, the
+ * descriptors are checked here and the heap by LeakSanitizer at exit. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
 #define MSG 4096
 
 static uint32_t conns(void)
@@ -226,6 +239,8 @@ int main(void)
            "%.0f connections/s\n", n, fds0, fds1, maps0, maps1, heap0, heap1, rss0, rss1,
            (n - WARMUP) * 1000.0 / (ms ? ms : 1));
     CHECK(fds1 == fds0);
+    if (SANITIZED)
+        return 0;
     CHECK(maps1 <= maps0 + 2);
     CHECK(rss1 - rss0 <= 256);
     return 0;

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * nd_conn: connection set-up rate, as ND's ndconn. Each connection lives a full life:
- * create a QP and a connector, connect, 4 KiB each way, disconnect, destroy. One
- * connection at a time.
- *   nd_conn -s <ip>[:port]                      server (serves until killed, or -n connections)
- *   nd_conn -c <ip>[:port] [-d seconds] [-n count] [--json]
+ * create a QP and a connector, connect, 4 KiB each way, disconnect, destroy. Each of -t
+ * threads runs one connection at a time, with its own CQ and buffer on the shared adapter.
+ *   nd_conn -s <ip>[:port] [-t threads] [-n count]      server (until killed, or -n connections)
+ *   nd_conn -c <ip>[:port] [-t threads] [-d seconds] [-n count] [--json]
  */
 #include "nd_tool.h"
 
-#include <getopt.h>
+#include <pthread.h>
 
 #define DEFAULT_PORT 54321
 #define MSG 4096
@@ -26,12 +26,21 @@ static nd_qp *make_qp(struct tool_ep *e)
     return qp;
 }
 
+/* The next completion: spin for a moment, then sleep on the CQ. With -t threads on each
+ * side there are more waiters than CPUs; spinning ones would take turns by time slice. */
 static nd_result next_result(struct tool_ep *e)
 {
     nd_result r;
+    double until = tool_now_us() + 20;
 
-    while (nd_cq_get_results(e->cq, &r, 1) == 0)
-        ;
+    while (nd_cq_get_results(e->cq, &r, 1) == 0) {
+        nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
+
+        if (tool_now_us() < until)
+            continue;
+        if (tool_wait(nd_cq_notify(e->cq, ND_CQ_NOTIFY_ANY, &ov), &ov) != ND_SUCCESS)
+            TOOL_DIE("CQ notify failed");
+    }
     return r;
 }
 
@@ -113,6 +122,85 @@ static void server_once(struct tool_ep *e, struct timing *t)
         ;
 }
 
+struct worker {
+    pthread_t thread;
+    struct tool_ep e;
+    struct timing t;
+    const struct sockaddr_in *addr;
+    double seconds;
+    uint64_t count;                 /* connections for this worker (0: no limit) */
+};
+
+/* A worker's own port, CQ and registered buffer, on the shared adapter. */
+static void worker_open(struct tool_ep *e, nd_adapter *a)
+{
+    nd_overlapped ov = { 0 };
+
+    e->adapter = a;
+    TOOL_CHECK(nd_adapter_create_overlapped_file(a, &e->port));
+    TOOL_CHECK(nd_adapter_create_completion_queue(a, e->port, 64, 0, 0, &e->cq));
+    e->buf = aligned_alloc(4096, 2 * MSG);
+    if (!e->buf)
+        TOOL_DIE("out of memory");
+    TOOL_CHECK(nd_adapter_create_memory_region(a, e->port, &e->mr));
+    TOOL_CHECK(nd_mr_register(e->mr, e->buf, 2 * MSG, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov));
+    e->token = nd_mr_get_local_token(e->mr);
+}
+
+static void worker_close(struct tool_ep *e)
+{
+    nd_mr_close(e->mr);
+    nd_cq_close(e->cq);
+    nd_port_close(e->port);
+    free(e->buf);
+}
+
+static void *client_main(void *arg)
+{
+    struct worker *w = arg;
+    double start = tool_now_us();
+
+    while (tool_now_us() - start < w->seconds * 1e6 && (!w->count || w->t.n + w->t.failures < w->count))
+        client_once(&w->e, w->addr, &w->t);
+    return NULL;
+}
+
+static void *server_main(void *arg)
+{
+    struct worker *w = arg;
+
+    for (uint64_t i = 0; !w->count || i < w->count; i++)
+        server_once(&w->e, &w->t);
+    return NULL;
+}
+
+/* Run @nthreads workers of @fn; their timings summed into @sum. */
+static void run_workers(nd_adapter *a, nd_listener *l, const struct sockaddr_in *addr, uint32_t nthreads,
+                        double seconds, uint64_t count, void *(*fn)(void *), struct timing *sum)
+{
+    struct worker w[64];
+
+    for (uint32_t i = 0; i < nthreads; i++) {
+        w[i] = (struct worker){ .addr = addr, .seconds = seconds,
+                                .count = count ? count / nthreads + (i < count % nthreads) : 0 };
+        worker_open(&w[i].e, a);
+        w[i].e.listener = l;
+        if (pthread_create(&w[i].thread, NULL, fn, &w[i]))
+            TOOL_DIE("cannot start a thread");
+    }
+    for (uint32_t i = 0; i < nthreads; i++) {
+        pthread_join(w[i].thread, NULL);
+        sum->connect += w[i].t.connect;
+        sum->complete += w[i].t.complete;
+        sum->accept += w[i].t.accept;
+        sum->disconnect += w[i].t.disconnect;
+        sum->n += w[i].t.n;
+        sum->failures += w[i].t.failures;
+        sum->timeouts += w[i].t.timeouts;
+        worker_close(&w[i].e);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longs[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
@@ -122,9 +210,10 @@ int main(int argc, char **argv)
     bool server = false, have = false, json = false;
     double seconds = 2;
     uint64_t count = 0;
+    uint32_t nthreads = 1;
     int ch;
 
-    while ((ch = getopt_long(argc, argv, "s:c:d:n:", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "s:c:d:n:t:", longs, NULL)) != -1) {
         switch (ch) {
         case 's': case 'c':
             server = ch == 's';
@@ -132,31 +221,26 @@ int main(int argc, char **argv)
             break;
         case 'd': seconds = atof(optarg); break;
         case 'n': count = strtoull(optarg, NULL, 10); break;
+        case 't': nthreads = (uint32_t)atoi(optarg); break;
         case 'j': json = true; break;
         default: have = false;
         }
     }
-    if (!have) {
-        fprintf(stderr, "usage: nd_conn -s|-c <ip>[:port] [-d seconds] [-n connections] [--json]\n");
+    if (!have || nthreads < 1 || nthreads > 64) {
+        fprintf(stderr, "usage: nd_conn -s|-c <ip>[:port] [-t threads] [-d seconds] [-n connections] [--json]\n");
         return 2;
     }
     struct sockaddr_in local = addr;
     local.sin_port = 0;
-    TOOL_CHECK(nd_open_adapter_by_address((struct sockaddr *)&local, sizeof(local), &e.adapter));
-    TOOL_CHECK(nd_adapter_create_overlapped_file(e.adapter, &e.port));
-    TOOL_CHECK(nd_adapter_create_completion_queue(e.adapter, e.port, 64, 0, 0, &e.cq));
-    e.buf = aligned_alloc(4096, 2 * MSG);
-    nd_overlapped rov = { 0 };
-    TOOL_CHECK(nd_adapter_create_memory_region(e.adapter, e.port, &e.mr));
-    TOOL_CHECK(nd_mr_register(e.mr, e.buf, 2 * MSG, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &rov));
-    e.token = nd_mr_get_local_token(e.mr);
+    nd_adapter *a;
+    TOOL_CHECK(nd_open_adapter_by_address((struct sockaddr *)&local, sizeof(local), &a));
+    worker_open(&e, a);
     if (server) {
-        TOOL_CHECK(nd_adapter_create_listener(e.adapter, e.port, &e.listener));
+        TOOL_CHECK(nd_adapter_create_listener(a, e.port, &e.listener));
         TOOL_CHECK(nd_listener_bind(e.listener, (struct sockaddr *)&addr, sizeof(addr)));
         TOOL_CHECK(nd_listener_listen(e.listener, 0));
         fprintf(stderr, "nd_conn: listening on %s:%u\n", inet_ntoa(addr.sin_addr), ntohs(addr.sin_port));
-        for (uint64_t i = 0; !count || i < count; i++)
-            server_once(&e, &t);
+        run_workers(a, e.listener, &addr, nthreads, 0, count, server_main, &t);
         return 0;
     }
     /* The server may still be starting: the first connection retries a refusal. */
@@ -167,14 +251,11 @@ int main(int argc, char **argv)
         nanosleep(&ts, NULL);
     }
     t = (struct timing){ 0 };
-    double start = tool_now_us(), elapsed;
-    while ((elapsed = tool_now_us() - start) < seconds * 1e6 && (!count || t.n + t.failures < count))
-        client_once(&e, &addr, &t);
-    nd_mr_close(e.mr);
-    nd_cq_close(e.cq);
-    nd_port_close(e.port);
-    nd_adapter_close(e.adapter);
-    free(e.buf);
+    double start = tool_now_us();
+    run_workers(a, NULL, &addr, nthreads, seconds, count, client_main, &t);
+    double elapsed = tool_now_us() - start;
+    worker_close(&e);
+    nd_adapter_close(a);
     double n = t.n ? (double)t.n : 1;
     if (json)
         printf("{\"connections\":%llu,\"seconds\":%.3f,\"per_second\":%.0f,\"connect_us\":%.2f,"

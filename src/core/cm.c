@@ -64,14 +64,38 @@ static bool is_wildcard(const struct sockaddr *sa)
     return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &any6, sizeof(any6));
 }
 
+/* The address part of @sa (no port) into @out, zero-padded, for comparison. */
+static void address_only(const struct sockaddr *sa, struct sockaddr_storage *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->ss_family = sa->sa_family;
+    if (sa->sa_family == AF_INET)
+        ((struct sockaddr_in *)out)->sin_addr = ((const struct sockaddr_in *)sa)->sin_addr;
+    else
+        ((struct sockaddr_in6 *)out)->sin6_addr = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+}
+
 nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok)
 {
+    struct sockaddr_storage key;
     unsigned ifindex;
+    bool seen;
 
     if (is_wildcard(sa))
         return wildcard_ok ? ND_SUCCESS : ND_INVALID_ADDRESS;
+    address_only(sa, &key);
+    pthread_mutex_lock(&a->lock);
+    seen = a->local_seen_ns && nd_now_ns() - a->local_seen_ns < 1000000000ull &&
+           !memcmp(&key, &a->local_seen, sizeof(key));
+    pthread_mutex_unlock(&a->lock);
+    if (seen)
+        return ND_SUCCESS;
     if (nd_addr_resolve(sa, nd_sockaddr_len(sa), &ifindex) != ND_SUCCESS || ifindex != a->ifindex)
         return ND_INVALID_ADDRESS;
+    pthread_mutex_lock(&a->lock);
+    a->local_seen = key;
+    a->local_seen_ns = nd_now_ns();
+    pthread_mutex_unlock(&a->lock);
     return ND_SUCCESS;
 }
 
@@ -338,20 +362,31 @@ static void connector_wait(struct nd_ovobj *obj, nd_overlapped *ov)
 {
     struct nd_connector *c = connector_of(obj);
     struct nd_ovbatch b;
+    int wake = nd_ovobj_wait_begin(obj);
+
+    /* Whoever polled the QP's CQ now sleeps here: its transport must not wait for the
+     * next poll (a disconnect to notice, answers held back). */
+    pthread_mutex_lock(&c->lock);
+    if (c->qp)
+        nd_qp_idle(c->qp);
+    pthread_mutex_unlock(&c->lock);
 
     while (nd_ov_is_pending(ov)) {
-        struct pollfd pfd = { .fd = -1, .events = POLLIN };
+        struct pollfd pfd[2] = { { .fd = wake, .events = POLLIN }, { .fd = -1, .events = POLLIN } };
 
         nd_ovbatch_init(&b, c->ov.port);
         pthread_mutex_lock(&c->lock);
         connector_pump(c, &b);
-        pfd.fd = c->sock;
+        pfd[1].fd = c->sock;
         pthread_mutex_unlock(&c->lock);
         nd_port_deliver(&b);
         if (!nd_ov_is_pending(ov))
             break;
-        poll(&pfd, pfd.fd >= 0 ? 1 : 0, 10);
+        /* Another thread's pump may complete our request: its wake ends the poll. */
+        if (poll(pfd, 2, 10) > 0 && (pfd[0].revents & POLLIN))
+            nd_ovobj_wake_drain(obj);
     }
+    nd_ovobj_wait_end(obj);
 }
 
 /* ---- the active side ---- */
@@ -841,6 +876,7 @@ ND_API nd_status nd_connector_close(nd_connector *c)
     pthread_mutex_destroy(&c->lock);
     nd_port_unref(c->ov.port);
     nd_adapter_unref(c->adapter);
+    nd_ovobj_fini(&c->ov);
     free(c);
     return ND_SUCCESS;
 }

@@ -51,6 +51,11 @@ struct nd_ovobj {
     struct nd_port *port;
     const struct nd_ovobj_ops *ops;
     nd_overlapped *head, *tail;     /* pending, in request order; guarded by the object lock */
+    /* Threads in the object's wait (ops->wait) poll its descriptors and this eventfd: a
+     * request completed by another thread (one that pumped the object for its own wait,
+     * or the port) wakes them. Created by the first wait; -1 before. */
+    int wake_fd;
+    uint32_t waiters;               /* atomic */
 };
 
 /*
@@ -66,6 +71,11 @@ struct nd_ovbatch {
 };
 
 void nd_ovobj_init(struct nd_ovobj *obj, struct nd_port *port, const struct nd_ovobj_ops *ops);
+void nd_ovobj_fini(struct nd_ovobj *obj);
+/* Around an object's wait loop: the wake descriptor to poll (or -1), then drain it on wake. */
+int nd_ovobj_wait_begin(struct nd_ovobj *obj);
+void nd_ovobj_wait_end(struct nd_ovobj *obj);
+void nd_ovobj_wake_drain(struct nd_ovobj *obj);
 void nd_ov_start(struct nd_ovobj *obj, nd_overlapped *ov);      /* append to pending */
 void nd_ov_requeue(struct nd_ovobj *obj, nd_overlapped *ov);    /* re-append, still pending */
 bool nd_ov_remove(struct nd_ovobj *obj, nd_overlapped *ov);     /* take out of pending */
@@ -100,6 +110,10 @@ struct nd_adapter {
     uint64_t id;
     unsigned ifindex;
     pthread_mutex_t lock;           /* arm slots and token table allocation */
+    /* The last address found on our interface, and when: Bind checks it without a netlink
+     * dump for a second (bind() itself still refuses an address that went away). */
+    struct sockaddr_storage local_seen;
+    uint64_t local_seen_ns;
     int shm_fd;                     /* memfd: arm words, then the token table */
     uint8_t *shm;
     size_t shm_size;

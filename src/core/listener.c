@@ -190,9 +190,10 @@ static void listener_wait(struct nd_ovobj *obj, nd_overlapped *ov)
 {
     struct nd_listener *l = (struct nd_listener *)((char *)obj - offsetof(struct nd_listener, ov));
     struct nd_ovbatch b;
+    int wake = nd_ovobj_wait_begin(obj);
 
     while (nd_ov_is_pending(ov)) {
-        struct pollfd pfd[4];
+        struct pollfd pfd[5];
         uint32_t n = 0;
 
         nd_ovbatch_init(&b, l->ov.port);
@@ -204,8 +205,12 @@ static void listener_wait(struct nd_ovobj *obj, nd_overlapped *ov)
         nd_port_deliver(&b);
         if (!nd_ov_is_pending(ov))
             break;
-        poll(pfd, n, 10);
+        /* Another thread's pump may complete our request: its wake ends the poll. */
+        pfd[n++] = (struct pollfd){ .fd = wake, .events = POLLIN };
+        if (poll(pfd, n, 10) > 0 && (pfd[n - 1].revents & POLLIN))
+            nd_ovobj_wake_drain(obj);
     }
+    nd_ovobj_wait_end(obj);
 }
 
 static void close_endpoints(struct nd_listener *l)
@@ -370,6 +375,7 @@ ND_API nd_status nd_listener_close(nd_listener *l)
     pthread_mutex_destroy(&l->lock);
     nd_port_unref(l->ov.port);
     nd_adapter_unref(l->adapter);
+    nd_ovobj_fini(&l->ov);
     free(l);
     return ND_SUCCESS;
 }

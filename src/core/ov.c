@@ -3,8 +3,11 @@
 #include "core.h"
 #include "log.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 /*
  * ov->internal_state is the request's futex word: IDLE while pending with nobody blocked
@@ -20,6 +23,63 @@ void nd_ovobj_init(struct nd_ovobj *obj, struct nd_port *port, const struct nd_o
     obj->port = port;
     obj->ops = ops;
     obj->head = obj->tail = NULL;
+    obj->wake_fd = -1;
+    obj->waiters = 0;
+}
+
+void nd_ovobj_fini(struct nd_ovobj *obj)
+{
+    if (obj->wake_fd >= 0)
+        close(obj->wake_fd);
+    obj->wake_fd = -1;
+}
+
+static __thread struct nd_ovobj *waiting_on;   /* the object this thread waits in, if any */
+
+int nd_ovobj_wait_begin(struct nd_ovobj *obj)
+{
+    int fd = __atomic_load_n(&obj->wake_fd, __ATOMIC_ACQUIRE);
+
+    if (fd < 0) {
+        int expect = -1, nfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+        if (nfd >= 0 && !__atomic_compare_exchange_n(&obj->wake_fd, &expect, nfd, false, __ATOMIC_ACQ_REL,
+                                                     __ATOMIC_ACQUIRE))
+            close(nfd);             /* another waiter made it first */
+        fd = __atomic_load_n(&obj->wake_fd, __ATOMIC_ACQUIRE);
+    }
+    __atomic_add_fetch(&obj->waiters, 1, __ATOMIC_SEQ_CST);
+    waiting_on = obj;
+    return fd;
+}
+
+void nd_ovobj_wait_end(struct nd_ovobj *obj)
+{
+    waiting_on = NULL;
+    __atomic_sub_fetch(&obj->waiters, 1, __ATOMIC_SEQ_CST);
+}
+
+void nd_ovobj_wake_drain(struct nd_ovobj *obj)
+{
+    uint64_t v;
+    int fd = __atomic_load_n(&obj->wake_fd, __ATOMIC_ACQUIRE);
+
+    if (fd >= 0 && read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        nd_log(ND_LOG_DEBUG, ND_SUB_PORT, "wake read: %m");
+}
+
+/* A request of @obj completed: wake its waiters, unless the only one is this thread. */
+static void wake_waiters(struct nd_ovobj *obj)
+{
+    uint32_t n = __atomic_load_n(&obj->waiters, __ATOMIC_SEQ_CST);
+    uint64_t one = 1;
+    int fd;
+
+    if (!n || (n == 1 && waiting_on == obj))
+        return;
+    fd = __atomic_load_n(&obj->wake_fd, __ATOMIC_ACQUIRE);
+    if (fd >= 0 && write(fd, &one, sizeof(one)) < 0)
+        nd_log(ND_LOG_DEBUG, ND_SUB_PORT, "wake write: %m");
 }
 
 void nd_ov_start(struct nd_ovobj *obj, nd_overlapped *ov)
@@ -83,6 +143,7 @@ static void batch_push(struct nd_ovbatch *b, nd_overlapped *ov)
 
 void nd_ov_finish(nd_overlapped *ov, nd_status status, uint64_t bytes, struct nd_ovbatch *batch)
 {
+    struct nd_ovobj *obj = ov->internal_owner;  /* the owner outlives its requests */
     uint32_t prev;
 
     ov->bytes = bytes;
@@ -94,6 +155,8 @@ void nd_ov_finish(nd_overlapped *ov, nd_status status, uint64_t bytes, struct nd
     /* From here on @ov may be gone: only its address is used (futex wake, the port queue). */
     if (prev == OV_WAITER)
         nd_futex_wake(&ov->internal_state, 1 << 30);
+    if (obj)
+        wake_waiters(obj);
 }
 
 /* Default wait: sleep on the request's futex word until the completer publishes. */

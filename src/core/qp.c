@@ -209,12 +209,15 @@ static void qp_progress(void *ctx)
         qp->tops->progress(qp);
 }
 
-static void qp_idle(void *ctx)
+void nd_qp_idle(struct nd_qp *qp)
 {
-    struct nd_qp *qp = ctx;
-
     if (__atomic_load_n(&qp->has_progress, __ATOMIC_ACQUIRE) && qp->tops->idle)
         qp->tops->idle(qp);
+}
+
+static void qp_idle(void *ctx)
+{
+    nd_qp_idle(ctx);
 }
 
 static const struct nd_cq_src_ops initiator_ops = { .translate = initiator_translate, .progress = qp_progress,

@@ -146,5 +146,7 @@ void nd_qp_ref(struct nd_qp *qp);
 void nd_qp_unref(struct nd_qp *qp);
 /* The transport connected (or disconnected) this QP. */
 void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn);
+/* The application stops polling this QP's CQs for a while (it sleeps on something else). */
+void nd_qp_idle(struct nd_qp *qp);
 
 #endif
