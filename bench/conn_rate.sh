@@ -1,39 +1,51 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Connection set-up in one run, one connection at a time: netdirect (nd_conn over shm:
-# create QP, connect, 4 KiB each way, disconnect, destroy) against raw unix-socket and raw
-# TCP connect/accept/close loops. Medians of $RUNS runs of $SECONDS s each, and ratios.
+# Connection set-up in one run: netdirect's nd_conn (each connection's full life: create
+# QP, connect, 4 KiB each way, disconnect, destroy) over shm with 1 and 2 threads per side
+# and over iwarp, against raw unix-socket and raw TCP connect/accept/close loops (no data).
+# Medians of $RUNS rounds of $SECONDS_EACH s each, and ratios.
 # Usage: bench/conn_rate.sh [build-dir]
 set -u
 build=${1:-build}
 RUNS=${RUNS:-3}
 SECONDS_EACH=${SECONDS_EACH:-2}
+ITERS=0
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-port=56000
-for r in $(seq "$RUNS"); do
-    port=$((port + 1))
-    "$build/tools/nd_conn" -s "127.0.0.1:$port" 2>/dev/null &
+trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
+PORT_BASE=57000
+. "$(dirname "$0")/lib.sh"
+
+# nd_conn <transport> <threads>: one timed client run against a server of as many threads.
+nd_conn() {
+    next_port
+    ND_TRANSPORT=$1 "$build/tools/nd_conn" -s "127.0.0.1:$port" -t "$2" 2>/dev/null &
     server=$!
-    "$build/tools/nd_conn" -c "127.0.0.1:$port" -d "$SECONDS_EACH" --json >> "$tmp/nd"
-    kill "$server"; wait "$server" 2>/dev/null
+    ND_TRANSPORT=$1 "$build/tools/nd_conn" -c "127.0.0.1:$port" -t "$2" -d "$SECONDS_EACH" --json
+    kill "$server"
+    wait "$server" 2>/dev/null
+}
+
+for r in $(seq "$RUNS"); do
+    nd_conn shm 1 >> "$tmp/shm1"
+    nd_conn shm 2 >> "$tmp/shm2"
+    nd_conn iwarp 1 >> "$tmp/iw1"
     "$build/bench/raw_conn_rate" unix "$SECONDS_EACH" --json >> "$tmp/unix"
     "$build/bench/raw_conn_rate" tcp "$SECONDS_EACH" --json >> "$tmp/tcp"
 done
-ND=$(sed 's/.*"per_second":\([0-9.]*\).*/\1/' "$tmp/nd" | median)
-CONNECT=$(sed 's/.*"connect_us":\([0-9.]*\).*/\1/' "$tmp/nd" | median)
-COMPLETE=$(sed 's/.*"complete_connect_us":\([0-9.]*\).*/\1/' "$tmp/nd" | median)
-DISC=$(sed 's/.*"disconnect_us":\([0-9.]*\).*/\1/' "$tmp/nd" | median)
-UNIX=$(sed 's/.*"per_second":\([0-9.]*\).*/\1/' "$tmp/unix" | median)
-TCP=$(sed 's/.*"per_second":\([0-9.]*\).*/\1/' "$tmp/tcp" | median)
+for f in shm1 shm2 iw1 unix tcp; do
+    eval "$f=\$(field per_second < \"$tmp/$f\" | median)"
+done
 echo "## Connection set-up ($(date -u +%Y-%m-%d), $(nproc) CPUs, medians of $RUNS runs of ${SECONDS_EACH} s)"
 echo
-echo "| one connection at a time | connections/s | netdirect / this |"
+echo "| | connections/s | raw unix / this |"
 echo "|---|---|---|"
-echo "| **netdirect nd_conn (shm, full life)** | **$ND** | 1.00 |"
-awk -v n="$ND" -v u="$UNIX" -v t="$TCP" 'BEGIN {
-    printf "| raw unix connect/accept/close | %s | %.2f |\n", u, n / u
-    printf "| raw TCP connect/accept/close | %s | %.2f |\n", t, n / t }'
+echo "| raw unix connect/accept/close (no data) | $unix | 1.00 |"
+echo "| raw TCP connect/accept/close (no data) | $tcp | $(ratio "$unix" "$tcp") |"
+echo "| **netdirect nd_conn, shm, 1 thread** (full life, 4 KiB each way) | **$shm1** | $(ratio "$unix" "$shm1") |"
+echo "| **netdirect nd_conn, shm, 2 threads** | **$shm2** | $(ratio "$unix" "$shm2") |"
+echo "| **netdirect nd_conn, iwarp, 1 thread** | **$iw1** | $(ratio "$unix" "$iw1") |"
 echo
-echo "netdirect averages: Connect $CONNECT us, CompleteConnect $COMPLETE us, Disconnect $DISC us"
+for f in shm1 shm2 iw1; do
+    echo "$f averages: Connect $(field connect_us < "$tmp/$f" | median) us, CompleteConnect" \
+         "$(field complete_connect_us < "$tmp/$f" | median) us, Disconnect $(field disconnect_us < "$tmp/$f" | median) us"
+done

@@ -70,16 +70,17 @@ static uint32_t mappings(void)
  */
 static uint32_t settled_fds(void)
 {
-    uint32_t n = open_fds();
+    uint32_t n = open_fds(), same = 0;
 
-    for (int i = 0; i < 100; i++) {
-        struct timespec ts = { 0, 2000000 };
+    /* Stable for 4 readings 5 ms apart (the engine thread may be preempted under load),
+     * within a second. */
+    for (int i = 0; i < 200 && same < 4; i++) {
+        struct timespec ts = { 0, 5000000 };
         uint32_t again;
 
         nanosleep(&ts, NULL);
         again = open_fds();
-        if (again == n)
-            break;
+        same = again == n ? same + 1 : 0;
         n = again;
     }
     return n;
