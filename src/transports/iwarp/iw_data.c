@@ -7,7 +7,7 @@
  * the last Send or Write of a batch), or with the error of a Terminate that names it. Inbound FPDUs are parsed as a stream and placed straight
  * into registered memory after the token, range and rights checks; receive completions
  * go into the QP's own inbound ring, exactly where a same-host peer would write them.
- * Every function here runs with the QP lock held.
+ * Every function here runs with the QP lock held. The receive side is iw_rx.c.
  */
 #include "iwarp.h"
 #include "core/log.h"
@@ -19,16 +19,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum iw_txe_state { TXE_FREE, TXE_QUEUED, TXE_WAIT_ACK, TXE_WAIT_READ, TXE_DONE };
-enum hdr_verdict { HDR_OK, HDR_STALL, HDR_FAIL };
 
 #define IRQ_CAP 136u                /* inbound Reads in flight: any IRD we negotiate (128) + fences */
 #define FENCE_STAG 1u               /* the source STag of a fence, as siw's Read RTR uses */
-
-static struct iw_txe *txe_at(struct iw_conn *c, uint32_t index)
-{
-    return &c->txq[index & (c->qp->iq_entries - 1)];
-}
 
 nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp)
 {
@@ -77,7 +70,7 @@ void iw_conn_free(struct iw_conn *c)
 
 /* ---- completion of initiator requests, in posting order ---- */
 
-static void complete_in_order(struct iw_conn *c)
+void iw_complete_in_order(struct iw_conn *c)
 {
     if (c->completing)
         return;                     /* a failure below re-entered us: the outer loop goes on */
@@ -95,7 +88,7 @@ static void complete_in_order(struct iw_conn *c)
     c->completing = false;
 }
 
-static void txe_done(struct iw_conn *c, struct iw_txe *e, nd_status st)
+void iw_txe_done(struct iw_conn *c, struct iw_txe *e, nd_status st)
 {
     (void)c;
     e->state = TXE_DONE;
@@ -103,7 +96,7 @@ static void txe_done(struct iw_conn *c, struct iw_txe *e, nd_status st)
 }
 
 /* A Read Response proved that the peer placed everything before queue index @upto. */
-static void confirm(struct iw_conn *c, uint32_t upto)
+void iw_confirm(struct iw_conn *c, uint32_t upto)
 {
     if ((int32_t)(c->comp_next - c->ack_next) > 0)
         c->ack_next = c->comp_next;
@@ -111,7 +104,7 @@ static void confirm(struct iw_conn *c, uint32_t upto)
         struct iw_txe *e = txe_at(c, c->ack_next);
 
         if (e->state == TXE_WAIT_ACK && e->wr.index == c->ack_next)
-            txe_done(c, e, ND_SUCCESS);
+            iw_txe_done(c, e, ND_SUCCESS);
     }
 }
 
@@ -128,7 +121,7 @@ static void ring_doorbell(struct iw_conn *c)
 /* Best effort: a Terminate goes out only between FPDUs, never inside a half-written one.
  * @about is the header of the segment at fault (attached so the peer can tell which of
  * its requests failed), or NULL. */
-static void send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, const struct iw_hdr *about)
+void iw_send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, const struct iw_hdr *about)
 {
     struct iw_term t = { .layer = layer, .etype = etype, .ecode = ecode };
     uint8_t buf[IW_MAX_HDR + 8];
@@ -147,14 +140,14 @@ static void send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint
 }
 
 /* The connection is over: the QP enters the error state (which calls iw_shutdown). */
-static void conn_fail(struct iw_conn *c, nd_status why)
+void iw_conn_fail(struct iw_conn *c, nd_status why)
 {
     c->dead = true;                 /* nothing more goes out, not even answers we owe */
     nd_qp_fail_locked(c->qp, why);
 }
 
 /* The socket failed: a peer that stopped acknowledging is a timeout for the oldest request. */
-static void sock_failed(struct iw_conn *c, int err)
+void iw_sock_failed(struct iw_conn *c, int err)
 {
     nd_log(ND_LOG_INFO, ND_SUB_IWARP, "connection failed: %s", strerror(err));
     if (err == ETIMEDOUT && !c->got_term) {
@@ -162,15 +155,15 @@ static void sock_failed(struct iw_conn *c, int err)
         c->term_status = ND_IO_TIMEOUT;
         c->term_named = false;
     }
-    conn_fail(c, err == ETIMEDOUT ? ND_IO_TIMEOUT : err == EFAULT ? ND_ACCESS_VIOLATION : ND_CANCELED);
+    iw_conn_fail(c, err == ETIMEDOUT ? ND_IO_TIMEOUT : err == EFAULT ? ND_ACCESS_VIOLATION : ND_CANCELED);
 }
 
-static enum hdr_verdict terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, nd_status local)
+enum hdr_verdict iw_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, nd_status local)
 {
     nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "protocol error on opcode %u (tagged %d qn %u msn %u mo %u; expected msn %u/%u)",
            c->rh.opcode, c->rh.tagged, c->rh.qn, c->rh.msn, c->rh.mo, c->expect_msn_send, c->expect_msn_read);
-    send_terminate(c, layer, etype, ecode, layer == IW_LAYER_LLP ? NULL : &c->rh);
-    conn_fail(c, local);
+    iw_send_terminate(c, layer, etype, ecode, layer == IW_LAYER_LLP ? NULL : &c->rh);
+    iw_conn_fail(c, local);
     return HDR_FAIL;
 }
 
@@ -337,8 +330,8 @@ static void frame_read_response(struct iw_conn *c)
     /* Checked when the request came; checked again in case the memory went away since. */
     if (want && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, r->src_stag, r->src_to + r->sent, want,
                               ND_ACCESS_REMOTE_READ)) {
-        send_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, NULL);
-        conn_fail(c, ND_ACCESS_VIOLATION);
+        iw_send_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, NULL);
+        iw_conn_fail(c, ND_ACCESS_VIOLATION);
         return;
     }
     payload_iov(&src, 1, 0, want, f->iov, &f->niov, IW_TXF_IOV - 1);
@@ -366,18 +359,18 @@ static bool start_next(struct iw_conn *c)
     e = txe_at(c, c->tx_next);
     if (e->wr.type == ND_REQUEST_TYPE_BIND || e->wr.type == ND_REQUEST_TYPE_INVALIDATE) {
         c->tx_next++;
-        txe_done(c, e, nd_qp_local_op(c->qp, &e->wr));
+        iw_txe_done(c, e, nd_qp_local_op(c->qp, &e->wr));
         return true;
     }
     if (!(e->wr.flags & ND_OP_FLAG_INLINE) && !nd_qp_local_sges_ok(c->qp, &e->wr)) {
         c->tx_next++;
-        txe_done(c, e, ND_ACCESS_VIOLATION);
+        iw_txe_done(c, e, ND_ACCESS_VIOLATION);
         return true;
     }
     if (e->wr.type == ND_REQUEST_TYPE_READ) {
         if (c->ord == 0) {
             c->tx_next++;
-            txe_done(c, e, ND_INVALID_DEVICE_REQUEST);     /* no outbound Read was negotiated */
+            iw_txe_done(c, e, ND_INVALID_DEVICE_REQUEST);     /* no outbound Read was negotiated */
             return true;
         }
         if (c->reads_out >= c->ord || c->reads_out >= read_budget(c))
@@ -428,7 +421,7 @@ void iw_tx_pump(struct iw_conn *c)
         ssize_t w;
 
         frame_all(c);
-        complete_in_order(c);
+        iw_complete_in_order(c);
         if (!c->txf_count || c->dead)
             break;
         for (uint32_t i = 0; i < c->txf_count; i++) {
@@ -478,7 +471,7 @@ void iw_tx_pump(struct iw_conn *c)
                 }
                 return;
             }
-            sock_failed(c, errno);
+            iw_sock_failed(c, errno);
             return;
         }
         while (w > 0) {
@@ -494,7 +487,7 @@ void iw_tx_pump(struct iw_conn *c)
             }
         }
     }
-    complete_in_order(c);
+    iw_complete_in_order(c);
     if (!c->dead) {
         __atomic_store_n(&c->want_out, false, __ATOMIC_RELAXED);
         if (c->out_watch) {
@@ -512,484 +505,6 @@ void iw_send_rtr(struct iw_conn *c)
     seal(c, f, &h, 0);
     c->txf_count++;
     iw_tx_pump(c);
-}
-
-/* ---- the receive side ---- */
-
-/* The receive an inbound Send lands in: the next posted one, or the oldest SRQ slot. */
-static bool claim_receive(struct iw_conn *c)
-{
-    struct nd_qp *qp = c->qp;
-    const struct nd_rwqe *w;
-    uint32_t nsge, max;
-
-    if (qp->srq) {
-        struct nd_srq_view v;
-        uint32_t slot;
-
-        nd_srq_view(qp->srq, &v);
-        if (nd_srq_claim(v.ctl, v.ring, v.entries, &slot) != 1 || slot >= v.entries)
-            return false;
-        c->msg_recv = slot;
-        w = (const struct nd_rwqe *)(v.region + v.layout.slots + (size_t)slot * v.layout.slot_stride);
-        max = v.max_sge;
-    } else {
-        if ((int32_t)(qp->rq_posted - c->next_recv) <= 0)
-            return false;
-        c->msg_recv = c->next_recv++;
-        w = (const struct nd_rwqe *)(qp->region + qp->layout.rwqe +
-                                     (size_t)(c->msg_recv & (qp->rq_entries - 1)) * qp->layout.rwqe_stride);
-        max = qp->ctl->max_sge;
-    }
-    nsge = w->nsge < max ? w->nsge : max;
-    c->msg_nsge = nsge;
-    c->msg_cap = 0;
-    for (uint32_t i = 0; i < nsge; i++) {
-        c->msg_sge[i].buffer = (void *)(uintptr_t)w->sge[i].addr;
-        c->msg_sge[i].buffer_length = w->sge[i].length;
-        c->msg_sge[i].memory_region_token = w->sge[i].token;
-        c->msg_cap += w->sge[i].length;
-    }
-    return true;
-}
-
-/* Where payload byte @off of the current segment goes: a contiguous span, or NULL (drop). */
-static uint8_t *rx_dst(struct iw_conn *c, uint32_t off, uint32_t *len)
-{
-    const struct iw_hdr *h = &c->rh;
-    const nd_sge *sge;
-    uint32_t nsge;
-    uint64_t pos;
-
-    switch (h->opcode) {
-    case IW_OP_WRITE:
-        *len = c->rx_left;
-        return (uint8_t *)(uintptr_t)(h->to + off);
-    case IW_OP_READ_RESP: {
-        struct iw_txe *e = txe_at(c, (uint32_t)c->rdq[c->rdq_head].txe);
-
-        sge = e->wr.sge;
-        nsge = e->wr.nsge;
-        pos = h->to - e->sink_to + off;
-        break;
-    }
-    case IW_OP_SEND: case IW_OP_SEND_INV: case IW_OP_SEND_SE: case IW_OP_SEND_SE_INV:
-        if (c->msg_overrun)
-            return NULL;
-        sge = c->msg_sge;
-        nsge = c->msg_nsge;
-        pos = (uint64_t)h->mo + off;
-        break;
-    default:
-        return NULL;
-    }
-    for (uint32_t i = 0; i < nsge; i++) {
-        if (pos < sge[i].buffer_length) {
-            uint64_t l = sge[i].buffer_length - pos;
-
-            *len = (uint32_t)(l < c->rx_left ? l : c->rx_left);
-            return (uint8_t *)sge[i].buffer + pos;
-        }
-        pos -= sge[i].buffer_length;
-    }
-    return NULL;
-}
-
-static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
-{
-    const struct iw_hdr *h = &c->rh;
-
-    if (h->qn != IW_QN_SEND)
-        return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x01, ND_CANCELED);
-    if (h->msn != c->expect_msn_send)
-        return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, ND_CANCELED);
-    if (!c->msg_open) {
-        if (h->mo != 0)
-            return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
-        if (!claim_receive(c)) {
-            if (!c->stalled_since) {
-                c->stalled_since = nd_now_ns();
-                nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "Send %u waits for a receive", h->msn);
-                iw_engine_kick(c);
-            }
-            /* An SRQ waits as long as it takes (ND §3.2); a QP's own queue has a bound. */
-            if (c->qp->srq || nd_now_ns() - c->stalled_since < IW_RNR_TIMEOUT_NS)
-                return HDR_STALL;
-            return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_IO_TIMEOUT);
-        }
-        c->stalled_since = 0;
-        c->msg_open = true;
-        c->msg_bytes = 0;
-        c->msg_overrun = false;
-        c->msg_solicited = h->opcode == IW_OP_SEND_SE || h->opcode == IW_OP_SEND_SE_INV;
-        for (uint32_t i = 0; i < c->msg_nsge; i++)
-            if (c->msg_sge[i].buffer_length &&
-                nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, c->msg_sge[i].memory_region_token,
-                              (uint64_t)(uintptr_t)c->msg_sge[i].buffer, c->msg_sge[i].buffer_length,
-                              ND_ACCESS_LOCAL_WRITE))
-                return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_ACCESS_VIOLATION);
-    } else if (h->mo != c->msg_bytes) {
-        return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
-    }
-    if ((uint64_t)c->msg_bytes + plen > c->msg_cap)
-        c->msg_overrun = true;      /* the rest is dropped; the receive reports it */
-    return HDR_OK;
-}
-
-static enum hdr_verdict check_read_response(struct iw_conn *c, uint32_t plen)
-{
-    const struct iw_hdr *h = &c->rh;
-    const struct iw_rd *rd = &c->rdq[c->rdq_head];
-    struct iw_txe *e;
-
-    /* Responses come in request order: they answer the oldest Read (or fence) in flight. */
-    if (!c->rdq_count)
-        return terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x02, ND_CANCELED);
-    if (rd->txe < 0) {
-        if (h->stag != 0 || h->to != 0 || plen || !h->last)
-            return terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, ND_CANCELED);
-        return HDR_OK;
-    }
-    e = txe_at(c, (uint32_t)rd->txe);
-    e->sink_to = e->wr.nsge ? (uint64_t)(uintptr_t)e->wr.sge[0].buffer : 0;
-    if (h->stag != (e->wr.nsge ? e->wr.sge[0].memory_region_token : 0) || h->to != e->sink_to + e->got ||
-        e->got + plen > e->wr.total)
-        return terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, ND_CANCELED);
-    return HDR_OK;
-}
-
-static enum hdr_verdict check_read_request(struct iw_conn *c)
-{
-    const struct iw_hdr *h = &c->rh;
-    struct iw_rresp *r;
-
-    if (h->msn != c->expect_msn_read)
-        return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, ND_CANCELED);
-    /* Zero-length Reads (fences, Read RTRs) move no data: they do not count against IRD. */
-    if (c->irq_count >= c->irq_cap || (h->rr.size && c->irq_count - c->irq_fences >= c->ird))
-        return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x07, ND_CANCELED);
-    if (h->rr.size && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->rr.src_stag, h->rr.src_to,
-                                    h->rr.size, ND_ACCESS_REMOTE_READ))
-        return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, ND_ACCESS_VIOLATION);
-    c->expect_msn_read++;
-    c->irq_fences += !h->rr.size;
-    r = &c->irq[(c->irq_head + c->irq_count++) % c->irq_cap];
-    *r = (struct iw_rresp){ .sink_stag = h->rr.sink_stag, .src_stag = h->rr.src_stag, .size = h->rr.size,
-                            .sink_to = h->rr.sink_to, .src_to = h->rr.src_to };
-    return HDR_OK;
-}
-
-/* What a Terminate from the peer means for the request it names. */
-static nd_status term_status(const struct iw_term *t)
-{
-    if ((t->layer == IW_LAYER_RDMAP && t->etype == IW_RDMAP_ET_PROTECTION) ||
-        (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_TAGGED))
-        return ND_ACCESS_VIOLATION;
-    if (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_UNTAGGED && t->ecode == 0x02)
-        return ND_IO_TIMEOUT;       /* our Send found no receive */
-    if (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_UNTAGGED && t->ecode == 0x05)
-        return ND_SUCCESS;          /* our Send was longer than the receive: delivered, cut
-                                     * short (ND over iWARP reports the sender ND_SUCCESS) */
-    return ND_CANCELED;
-}
-
-static bool names_request(const struct iw_txe *e, const struct iw_hdr *o)
-{
-    if (o->tagged)
-        return e->wr.type == ND_REQUEST_TYPE_WRITE && e->wr.remote_token == o->stag && o->to >= e->wr.remote_addr &&
-               o->to - e->wr.remote_addr <= e->wr.total;
-    if (o->qn == IW_QN_SEND)
-        return e->wr.type == ND_REQUEST_TYPE_SEND && e->msn == o->msn;
-    return o->qn == IW_QN_READ && e->wr.type == ND_REQUEST_TYPE_READ && e->msn == o->msn;
-}
-
-/* Which of our unfinished requests the Terminate's attached header names, if any. */
-static void find_named_request(struct iw_conn *c, const struct iw_term *t)
-{
-    struct iw_hdr o;
-
-    if (!iw_term_offender(t, &o))
-        return;
-    for (uint32_t i = c->comp_next; i != c->tx_next; i++) {
-        struct iw_txe *e = txe_at(c, i);
-
-        if (e->state != TXE_DONE && names_request(e, &o)) {
-            c->term_named = true;
-            c->term_index = i;
-            return;
-        }
-    }
-}
-
-static enum hdr_verdict on_header(struct iw_conn *c)
-{
-    const struct iw_hdr *h = &c->rh;
-    uint32_t plen = h->ulpdu_len - h->hdr_len;
-
-    if (h->ddp_version != IW_DDP_VERSION)
-        return terminate(c, IW_LAYER_DDP, h->tagged ? IW_DDP_ET_TAGGED : IW_DDP_ET_UNTAGGED,
-                         h->tagged ? 0x04 : 0x06, ND_CANCELED);
-    if (h->rdmap_version != IW_RDMAP_VERSION)
-        return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x05, ND_CANCELED);
-    if (h->tagged && h->opcode == IW_OP_WRITE) {
-        /* A zero-length Write is an RTR frame (STag 1 by convention): nothing to check. */
-        if (plen && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->stag, h->to, plen, ND_ACCESS_REMOTE_WRITE))
-            return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, ND_ACCESS_VIOLATION);
-        return HDR_OK;
-    }
-    if (h->tagged && h->opcode == IW_OP_READ_RESP)
-        return check_read_response(c, plen);
-    if (h->tagged)
-        return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, ND_CANCELED);
-    switch (h->opcode) {
-    case IW_OP_SEND: case IW_OP_SEND_INV: case IW_OP_SEND_SE: case IW_OP_SEND_SE_INV:
-        return check_untagged_send(c, plen);
-    case IW_OP_READ_REQ:
-        if (plen)
-            return terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x05, ND_CANCELED);
-        return check_read_request(c);
-    case IW_OP_TERMINATE:
-        nd_log(ND_LOG_INFO, ND_SUB_IWARP, "peer sent Terminate: layer %u type %u code 0x%02x%s", h->term.layer,
-               h->term.etype, h->term.ecode, h->term.siw_order ? " (siw bit order)" : "");
-        c->got_term = true;
-        c->term_status = term_status(&h->term);
-        find_named_request(c, &h->term);
-        conn_fail(c, c->term_status ? c->term_status : ND_CANCELED);
-        return HDR_FAIL;
-    default:
-        return terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, ND_CANCELED);
-    }
-}
-
-static void complete_receive(struct iw_conn *c)
-{
-    struct nd_cqe e = { .wr_index = c->msg_recv, .type = ND_REQUEST_TYPE_RECEIVE, .bytes = c->msg_bytes,
-                        .status = c->msg_overrun ? ND_DATA_OVERRUN : ND_SUCCESS,
-                        .flags = c->msg_solicited ? ND_CQE_SOLICITED : 0 };
-
-    c->msg_open = false;
-    c->expect_msn_send++;
-    nd_ring_learn_cons(&c->rprod, atomic_load_explicit(&c->qp->inbound_hdr->cons, memory_order_acquire));
-    if (nd_ring_produce(&c->rprod, &e) < 0) {
-        conn_fail(c, ND_INTERNAL_ERROR);
-        return;
-    }
-    if (c->msg_overrun) {
-        /* siw's answer to a Send longer than the receive; the CQ fails the QP when it
-         * returns the entry, after everything placed before it. */
-        send_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x05, &c->rh);
-        c->dead = true;
-        shutdown(c->sock, SHUT_RDWR);
-    }
-}
-
-/* An FPDU is fully in (trailer checked). false: the connection ended. */
-static bool on_fpdu_end(struct iw_conn *c)
-{
-    const struct iw_hdr *h = &c->rh;
-    uint32_t plen = h->ulpdu_len - h->hdr_len;
-
-    switch (h->tagged ? (h->opcode == IW_OP_READ_RESP ? 100 : 101) : h->opcode) {
-    case 100: {
-        struct iw_rd rd = c->rdq[c->rdq_head];
-        struct iw_txe *e = rd.txe >= 0 ? txe_at(c, (uint32_t)rd.txe) : NULL;
-
-        if (e)
-            e->got += plen;
-        if (h->last) {
-            if (e && e->got != e->wr.total) {
-                terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, ND_CANCELED);
-                return false;
-            }
-            if (e)
-                txe_done(c, e, ND_SUCCESS);
-            c->rdq_head = (c->rdq_head + 1) % IW_RDQ_CAP;
-            c->rdq_count--;
-            c->reads_out--;
-            __atomic_store_n(&c->oldest_read_ns, c->rdq_count ? c->rdq[c->rdq_head].sent_ns : 0, __ATOMIC_RELAXED);
-            confirm(c, rd.upto);
-            if (c->tx_next != c->posted || c->irq_count)
-                iw_tx_pump(c);      /* starts Reads that waited for ORD, and completes */
-            else
-                complete_in_order(c);
-        }
-        break;
-    }
-    case IW_OP_SEND: case IW_OP_SEND_INV: case IW_OP_SEND_SE: case IW_OP_SEND_SE_INV:
-        c->msg_bytes += plen;
-        if (h->last)
-            complete_receive(c);
-        break;
-    case IW_OP_READ_REQ:
-        if (c->app_rx && !c->rh.rr.size && c->irq_count == c->irq_fences) {
-            if (!c->owed_since)
-                __atomic_store_n(&c->owed_since, nd_now_ns(), __ATOMIC_RELAXED);
-        } else {
-            iw_tx_pump(c);
-        }
-        break;
-    default:
-        break;
-    }
-    return !c->dead;
-}
-
-static void take_payload(struct iw_conn *c, const uint8_t *p, uint32_t n)
-{
-    while (n) {
-        uint32_t len = 0, k;
-        uint8_t *dst = rx_dst(c, c->rx_seg_off, &len);
-
-        k = dst && len < n ? len : n;
-        if (dst)
-            memcpy(dst, p, k);
-        if (c->crc)
-            c->rx_crc = iw_crc32c_update(c->rx_crc, p, k);
-        p += k;
-        n -= k;
-        c->rx_left -= k;
-        c->rx_seg_off += k;
-    }
-}
-
-/* Parse what the buffer holds. false: stop reading (stalled or the connection ended). */
-static bool feed(struct iw_conn *c)
-{
-    while (c->rx_lo < c->rx_hi && !c->dead) {
-        const uint8_t *p = c->rxbuf + c->rx_lo;
-        uint32_t avail = c->rx_hi - c->rx_lo;
-
-        if (c->rx_state == RX_HDR) {
-            int r = iw_hdr_parse(p, avail, &c->rh);
-            enum hdr_verdict v;
-
-            if (r == 0)
-                break;
-            if (r < 0) {
-                terminate(c, IW_LAYER_LLP, 0, 0x03, ND_CANCELED);
-                return false;
-            }
-            v = on_header(c);
-            if (v != HDR_OK)
-                return false;
-            if (c->crc)
-                c->rx_crc = iw_crc32c_update(~0u, p, (size_t)r);
-            c->rx_lo += (uint32_t)r;
-            c->rx_left = c->rh.ulpdu_len - c->rh.hdr_len;
-            c->rx_seg_off = 0;
-            c->rx_state = c->rx_left ? RX_PAYLOAD : RX_TRAILER;
-        } else if (c->rx_state == RX_PAYLOAD) {
-            uint32_t n = avail < c->rx_left ? avail : c->rx_left;
-
-            take_payload(c, p, n);
-            c->rx_lo += n;
-            if (!c->rx_left)
-                c->rx_state = RX_TRAILER;
-        } else {
-            uint32_t pad = iw_pad(c->rh.ulpdu_len);
-
-            if (avail < pad + 4)
-                break;
-            if (c->crc) {
-                /* siw may leave stale bytes in the pad: the CRC covers them as received. */
-                uint32_t crc = ~iw_crc32c_update(c->rx_crc, p, pad);
-
-                if (crc != iw_get_le32(p + pad)) {
-                    terminate(c, IW_LAYER_LLP, 0, 0x02, ND_CANCELED);
-                    return false;
-                }
-            }
-            c->rx_lo += pad + 4;
-            c->rx_state = RX_HDR;
-            if (!on_fpdu_end(c))
-                return false;
-        }
-    }
-    if (c->rx_lo == c->rx_hi)
-        c->rx_lo = c->rx_hi = 0;
-    return !c->dead;
-}
-
-/* Bulk payload goes from the socket straight into its destination, with no bounce; what
- * follows it (the trailer, the next headers) lands in the stream buffer in the same call.
- * Called with the stream buffer empty. */
-static ssize_t recv_direct(struct iw_conn *c, size_t *asked)
-{
-    uint32_t len = 0;
-    uint8_t *dst = rx_dst(c, c->rx_seg_off, &len);
-    struct iovec iov[2];
-    struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
-    ssize_t n;
-
-    if (!dst)
-        return -2;
-    iov[0] = (struct iovec){ dst, len };
-    iov[1] = (struct iovec){ c->rxbuf, IW_RXBUF };
-    *asked = (size_t)len + IW_RXBUF;
-    n = recvmsg(c->sock, &mh, MSG_DONTWAIT);
-    if (n > 0) {
-        uint32_t placed = (uint32_t)n < len ? (uint32_t)n : len;
-
-        if (c->crc)
-            c->rx_crc = iw_crc32c_update(c->rx_crc, dst, placed);
-        c->rx_left -= placed;
-        c->rx_seg_off += placed;
-        if (!c->rx_left)
-            c->rx_state = RX_TRAILER;
-        c->rx_lo = 0;
-        c->rx_hi = (uint32_t)n - placed;
-    }
-    return n;
-}
-
-/*
- * Read and place until the socket is empty. For a polling application, a read that
- * returns less than it asked for emptied the socket of data: it stops there rather than
- * pay one more system call to hear EAGAIN (on the latency path that call is a third of a
- * round trip). Not so for anyone else: a FIN queued behind the data reads as 0 only on the
- * next call, and its edge may be spent already, so the engine and the other callers read
- * to EAGAIN; a poller that stops is covered by the engine's tick (it serves the connection
- * once its polls stop).
- */
-void iw_rx_pump(struct iw_conn *c)
-{
-    bool drained = false;
-
-    while (!c->dead) {
-        ssize_t n = -2;
-        size_t asked = 0;
-
-        if (c->rx_lo < c->rx_hi && !feed(c))
-            return;                 /* stalled on a receive, or the connection ended */
-        if (drained)
-            return;
-        if (c->rx_state == RX_PAYLOAD && c->rx_lo == c->rx_hi && c->rx_left >= 4096)
-            n = recv_direct(c, &asked);
-        if (n == -2) {
-            if (c->rx_lo && c->rx_hi == IW_RXBUF) {
-                memmove(c->rxbuf, c->rxbuf + c->rx_lo, c->rx_hi - c->rx_lo);
-                c->rx_hi -= c->rx_lo;
-                c->rx_lo = 0;
-            }
-            asked = IW_RXBUF - c->rx_hi;
-            n = recv(c->sock, c->rxbuf + c->rx_hi, asked, MSG_DONTWAIT);
-            if (n > 0)
-                c->rx_hi += (uint32_t)n;
-        }
-        drained = c->app_rx && n > 0 && (size_t)n < asked;
-        if (n == 0) {
-            nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "peer closed the connection");
-            conn_fail(c, ND_CANCELED);
-            return;
-        }
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                sock_failed(c, errno);
-            return;
-        }
-    }
 }
 
 /* ---- the transport operations ---- */
@@ -1021,8 +536,8 @@ void iw_post(struct nd_qp *qp, const struct nd_wr *wr)
     e->wr.sge = e->sge;
     c->posted = wr->index + 1;
     if (c->dead) {
-        txe_done(c, e, ND_CANCELED);
-        complete_in_order(c);
+        iw_txe_done(c, e, ND_CANCELED);
+        iw_complete_in_order(c);
         return;
     }
     iw_tx_pump(c);
@@ -1110,7 +625,7 @@ void iw_check_overdue(struct iw_conn *c)
         c->term_status = ND_IO_TIMEOUT;
         c->term_named = false;
     }
-    conn_fail(c, ND_IO_TIMEOUT);
+    iw_conn_fail(c, ND_IO_TIMEOUT);
 }
 
 void iw_shutdown(struct nd_qp *qp, nd_status why)
@@ -1130,11 +645,11 @@ void iw_shutdown(struct nd_qp *qp, nd_status why)
         struct iw_txe *e = txe_at(c, i);
 
         if (e->state != TXE_DONE)
-            txe_done(c, e, final_status(c, i, e, &first));
+            iw_txe_done(c, e, final_status(c, i, e, &first));
     }
     c->txf_count = 0;
     c->irq_count = c->irq_fences = 0;
-    complete_in_order(c);
+    iw_complete_in_order(c);
     ring_doorbell(c);
 }
 

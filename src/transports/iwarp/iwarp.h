@@ -156,6 +156,23 @@ nd_status iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect);
 nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
                     bool active);
 
+enum iw_txe_state { TXE_FREE, TXE_QUEUED, TXE_WAIT_ACK, TXE_WAIT_READ, TXE_DONE };
+enum hdr_verdict { HDR_OK, HDR_STALL, HDR_FAIL };
+
+static inline struct iw_txe *txe_at(struct iw_conn *c, uint32_t index)
+{
+    return &c->txq[index & (c->qp->iq_entries - 1)];
+}
+
+/* Shared by iw_data.c (send side, operations) and iw_rx.c (receive side); QP lock held. */
+void iw_complete_in_order(struct iw_conn *c);
+void iw_txe_done(struct iw_conn *c, struct iw_txe *e, nd_status st);
+void iw_confirm(struct iw_conn *c, uint32_t upto);
+void iw_send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, const struct iw_hdr *about);
+void iw_conn_fail(struct iw_conn *c, nd_status why);
+void iw_sock_failed(struct iw_conn *c, int err);
+enum hdr_verdict iw_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, nd_status local);
+
 /* iw_data.c: called with the QP lock held */
 nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp);
 void iw_conn_free(struct iw_conn *c);
