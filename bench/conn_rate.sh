@@ -12,7 +12,7 @@ SECONDS_EACH=${SECONDS_EACH:-2}
 ITERS=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
-PORT_BASE=57000
+PORT_BASE=30000
 . "$(dirname "$0")/lib.sh"
 
 # nd_conn <transport> <threads>: one timed client run against a server of as many threads.

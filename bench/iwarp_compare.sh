@@ -13,7 +13,7 @@ ITERS=${ITERS:-50000}
 export ND_TRANSPORT=iwarp
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
-PORT_BASE=56000
+PORT_BASE=29000
 . "$(dirname "$0")/lib.sh"
 
 for r in $(seq "$RUNS"); do

@@ -9,7 +9,7 @@ field() { sed "s/.*\"$1\":\([-0-9.e+]*\).*/\1/"; }
 
 # A fresh port per run, also from inside pipelines (subshells): the counter lives in a file.
 next_port() {
-    p=$(cat "$tmp/port" 2>/dev/null || echo "${PORT_BASE:-56000}")
+    p=$(cat "$tmp/port" 2>/dev/null || echo "${PORT_BASE:-29000}")
     port=$((p + 1))
     echo "$port" > "$tmp/port"
 }

@@ -12,7 +12,7 @@ RUNS=${RUNS:-5}
 ITERS=${ITERS:-200000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
-PORT_BASE=55000
+PORT_BASE=28000
 . "$(dirname "$0")/lib.sh"
 
 raw() { "$build/bench/raw_shm_pingpong" -S 8 -i "$ITERS" --json | field latency_us; }
