@@ -66,6 +66,16 @@ static void cq_run_idle(struct nd_cq *cq)
             cq->src[i]->ops->idle(cq->src[i]->ctx);
 }
 
+static uint32_t src_drain(struct nd_cq_src *s, nd_result *out, uint32_t max);
+
+/* Fill @results[n..max) from the rings, starting at the rotating scan position. */
+static uint32_t drain_all(struct nd_cq *cq, nd_result *results, uint32_t n, uint32_t max)
+{
+    for (uint32_t i = 0, start = cq->next_scan; i < cq->nsrc && n < max; i++)
+        n += src_drain(cq->src[(start + i) % cq->nsrc], results + n, max - n);
+    return n;
+}
+
 static uint32_t src_drain(struct nd_cq_src *s, nd_result *out, uint32_t max)
 {
     uint32_t n = 0, start = s->cons;
@@ -107,12 +117,10 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
     pthread_mutex_lock(&cq->lock);
     /* What is already in the rings goes first; transports are moved (a system call for
      * iwarp) only when that does not fill the caller's array. */
-    for (uint32_t i = 0, start = cq->next_scan; i < cq->nsrc && n < max; i++)
-        n += src_drain(cq->src[(start + i) % cq->nsrc], results + n, max - n);
+    n = drain_all(cq, results, n, max);
     if (n < max) {
         cq_run_progress(cq);
-        for (uint32_t i = 0, start = cq->next_scan; i < cq->nsrc && n < max; i++)
-            n += src_drain(cq->src[(start + i) % cq->nsrc], results + n, max - n);
+        n = drain_all(cq, results, n, max);
     }
     /* A ring that deferred to another may deliver now that the other drained. */
     for (uint32_t i = 0; i < cq->nsrc && n < max && cq->ndefer_capable; i++)

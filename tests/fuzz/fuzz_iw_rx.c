@@ -149,6 +149,7 @@ static struct nd_qp *connect_qp(int sock, bool crc)
     c->sock = sock;
     c->crc = crc;
     c->ird = c->ord = c->peer_ird = 2;
+    c->timeout_ns = 10ull * 1000000000;
     c->fpdu_max = 512;
     pthread_mutex_unlock(&qp->lock);
     nd_qp_set_connected(qp, &iwarp_transport, c);

@@ -287,6 +287,7 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     c->ird = ird;
     c->ord = ord;
     c->peer_ird = m->ird;
+    c->timeout_ns = (uint64_t)iw_timeout_ms() * 1000000;
     c->fpdu_max = path_fpdu_max(c->sock);
     nd_qp_set_connected(qp, &iwarp_transport, c);
     st = iw_engine_add(qp->adapter, c);

@@ -411,52 +411,60 @@ static void fpdu_sent(struct iw_conn *c, struct iw_txf *f)
     }
 }
 
+/*
+ * The unsent bytes of the framed FPDUs as iovecs (at most @max). Small batches (a message
+ * with its fence and a Read Response, say) are copied into one contiguous buffer: the
+ * kernel's per-iovec cost is larger than the copy.
+ */
+static uint32_t gather(struct iw_conn *c, struct iovec *iov, uint32_t max)
+{
+    uint32_t n = 0;
+    size_t total = 0;
+
+    for (uint32_t i = 0; i < c->txf_count; i++) {
+        struct iw_txf *f = &c->txf[(c->txf_head + i) % IW_TXF_MAX];
+        uint32_t skip = f->done;
+
+        if (n + f->niov > max)
+            break;
+        for (uint32_t k = 0; k < f->niov; k++) {
+            struct iovec v = f->iov[k];
+
+            if (skip >= v.iov_len) {
+                skip -= (uint32_t)v.iov_len;
+                continue;
+            }
+            iov[n++] = (struct iovec){ (uint8_t *)v.iov_base + skip, v.iov_len - skip };
+            total += v.iov_len - skip;
+            skip = 0;
+        }
+    }
+    if (n > 1 && total <= IW_TXLIN) {
+        size_t at = 0;
+
+        for (uint32_t k = 0; k < n; k++) {
+            memcpy(c->txlin + at, iov[k].iov_base, iov[k].iov_len);
+            at += iov[k].iov_len;
+        }
+        iov[0] = (struct iovec){ c->txlin, at };
+        n = 1;
+    }
+    return n;
+}
+
 void iw_tx_pump(struct iw_conn *c)
 {
     struct iovec iov[256];
 
     __atomic_store_n(&c->owed_since, 0, __ATOMIC_RELAXED);  /* frame_all answers every queued Read */
     while (!c->dead) {
-        uint32_t n = 0;
         ssize_t w;
 
         frame_all(c);
         iw_complete_in_order(c);
         if (!c->txf_count || c->dead)
             break;
-        for (uint32_t i = 0; i < c->txf_count; i++) {
-            struct iw_txf *f = &c->txf[(c->txf_head + i) % IW_TXF_MAX];
-            uint32_t skip = f->done;
-
-            if (n + f->niov > 256)
-                break;
-            for (uint32_t k = 0; k < f->niov; k++) {
-                struct iovec v = f->iov[k];
-
-                if (skip >= v.iov_len) {
-                    skip -= (uint32_t)v.iov_len;
-                    continue;
-                }
-                iov[n++] = (struct iovec){ (uint8_t *)v.iov_base + skip, v.iov_len - skip };
-                skip = 0;
-            }
-        }
-        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = n };
-        size_t lin = 0;
-
-        /* Small batches (a message with its fence and a Read Response, say) go out as one
-         * contiguous buffer: the kernel's per-iovec cost is larger than the copy. */
-        for (uint32_t k = 0; k < n && lin <= IW_TXLIN; k++)
-            lin += iov[k].iov_len;
-        if (n > 1 && lin <= IW_TXLIN) {
-            lin = 0;
-            for (uint32_t k = 0; k < n; k++) {
-                memcpy(c->txlin + lin, iov[k].iov_base, iov[k].iov_len);
-                lin += iov[k].iov_len;
-            }
-            iov[0] = (struct iovec){ c->txlin, lin };
-            mh.msg_iovlen = 1;
-        }
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = gather(c, iov, 256) };
         w = sendmsg(c->sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0) {
             if (errno == EINTR)
@@ -617,9 +625,10 @@ void iw_check_overdue(struct iw_conn *c)
 {
     /* Read the clock under the lock: a Read sent after the caller's look is younger. */
     if (c->dead || !c->rdq_count ||
-        (int64_t)(nd_now_ns() - c->rdq[c->rdq_head].sent_ns) < (int64_t)iw_timeout_ms() * 1000000)
+        (int64_t)(nd_now_ns() - c->rdq[c->rdq_head].sent_ns) < (int64_t)c->timeout_ns)
         return;
-    nd_log(ND_LOG_INFO, ND_SUB_IWARP, "no answer to a Read for %u ms: the peer stopped", iw_timeout_ms());
+    nd_log(ND_LOG_INFO, ND_SUB_IWARP, "no answer to a Read for %llu ms: the peer stopped",
+           (unsigned long long)(c->timeout_ns / 1000000));
     if (!c->got_term) {
         c->got_term = true;
         c->term_status = ND_IO_TIMEOUT;

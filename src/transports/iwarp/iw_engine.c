@@ -232,14 +232,15 @@ static bool sweep(struct iw_engine *e)
 /* Fail the connections whose oldest Read or fence has waited past ND_IWARP_TIMEOUT_MS. */
 static void check_overdue(struct iw_engine *e)
 {
-    uint64_t now = nd_now_ns(), limit = (uint64_t)iw_timeout_ms() * 1000000, keys[64];
+    uint64_t now = nd_now_ns(), keys[64];
     uint32_t n = 0;
 
     pthread_mutex_lock(&e->lock);
     for (uint32_t slot = 0; slot < e->cap && n < 64; slot++) {
-        uint64_t t = e->conns[slot] ? __atomic_load_n(&e->conns[slot]->oldest_read_ns, __ATOMIC_RELAXED) : 0;
+        struct iw_conn *c = e->conns[slot];
+        uint64_t t = c ? __atomic_load_n(&c->oldest_read_ns, __ATOMIC_RELAXED) : 0;
 
-        if (t && (int64_t)(now - t) >= (int64_t)limit)
+        if (t && (int64_t)(now - t) >= (int64_t)c->timeout_ns)
             keys[n++] = key_of(e, slot);
     }
     pthread_mutex_unlock(&e->lock);

@@ -118,6 +118,7 @@ struct iw_conn {
     struct iw_rd *rdq;              /* Read Requests in flight, oldest at rdq_head */
     uint32_t rdq_head, rdq_count;
     uint64_t oldest_read_ns;        /* when the oldest of them went out, 0 if none (atomic) */
+    uint64_t timeout_ns;            /* ND_IWARP_TIMEOUT_MS, read once at attach */
     uint32_t msn_send, msn_read;    /* last MSN used per queue */
     int32_t cur_txe;                /* request being framed, or -1 */
     bool cur_rresp;                 /* a Read Response is being framed */
