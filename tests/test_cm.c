@@ -218,6 +218,25 @@ int main(void)
     CHECK(len == 20 && memcmp(got, pd + 10, 20) == 0);
     end_pair(&p);
 
+    /* A request matched inside nd_port_wait (the IOCP pattern): the listener registers the
+     * new connection's socket on the very port it is being dispatched from. */
+    nd_connector *taker = new_conn();
+    nd_overlapped took = { 0 }, *came = NULL;
+    struct sockaddr_in dest = t_ipv4(t_my_ip(), lport);
+    CHECK_ST(nd_listener_get_connection_request(l, taker, &took), ND_PENDING);
+    p.act = new_conn();
+    p.aqp = new_qp();
+    bind_any(p.act);
+    CHECK_ST(nd_connector_connect(p.act, p.aqp, (struct sockaddr *)&dest, sizeof(dest), 0, 0, NULL, 0, &cov),
+             ND_PENDING);
+    CHECK_ST(nd_port_wait(port, 10000, &came), ND_SUCCESS);
+    CHECK(came == &took && took.status == ND_SUCCESS);
+    CHECK_ST(nd_connector_reject(taker, NULL, 0), ND_SUCCESS);
+    CHECK_ST(wait_ov(&cov), ND_CONNECTION_REFUSED);
+    CHECK_ST(nd_connector_close(taker), ND_SUCCESS);
+    CHECK_ST(nd_connector_close(p.act), ND_SUCCESS);
+    CHECK_ST(nd_qp_close(p.aqp), ND_SUCCESS);
+
     /* GetConnectionRequest: FIFO, cancelled in order, and by closing the listener. */
     nd_connector *g1 = new_conn(), *g2 = new_conn();
     nd_overlapped o1 = { 0 }, o2 = { 0 }, *popped;

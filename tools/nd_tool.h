@@ -51,6 +51,24 @@ static inline bool tool_parse_addr(const char *s, uint16_t def_port, struct sock
     return inet_pton(AF_INET, ip, &sin->sin_addr) == 1;
 }
 
+/*
+ * The local address a connection to @dest leaves from (the route's source address): what a
+ * client opens its adapter on and binds its connector to. A connected UDP socket asks the
+ * kernel's routing table; nothing is sent.
+ */
+static inline bool tool_local_addr(const struct sockaddr_in *dest, struct sockaddr_in *local)
+{
+    socklen_t len = sizeof(*local);
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    bool ok = fd >= 0 && connect(fd, (const struct sockaddr *)dest, sizeof(*dest)) == 0 &&
+              getsockname(fd, (struct sockaddr *)local, &len) == 0;
+
+    if (fd >= 0)
+        close(fd);
+    local->sin_port = 0;
+    return ok;
+}
+
 /* The options ND's tools share; each tool accepts the subset its letters name. */
 struct tool_opts {
     bool server, json, blocking, read;
@@ -149,7 +167,14 @@ static inline void tool_open(struct tool_ep *e, const struct sockaddr_in *local,
     uint32_t size = sizeof(info);
     nd_overlapped ov = { 0 };
 
-    TOOL_CHECK(nd_open_adapter_by_address((const struct sockaddr *)local, sizeof(*local), &e->adapter));
+    struct sockaddr_in src = *local;
+
+    /* A server opens the adapter of its own address; a client the one its route leaves by. */
+    if (nd_open_adapter_by_address((const struct sockaddr *)local, sizeof(*local), &e->adapter) != ND_SUCCESS) {
+        if (!tool_local_addr(local, &src))
+            TOOL_DIE("no route to %s", inet_ntoa(local->sin_addr));
+        TOOL_CHECK(nd_open_adapter_by_address((const struct sockaddr *)&src, sizeof(src), &e->adapter));
+    }
     TOOL_CHECK(nd_adapter_query(e->adapter, &info, &size));
     TOOL_CHECK(nd_adapter_create_overlapped_file(e->adapter, &e->port));
     TOOL_CHECK(nd_adapter_create_completion_queue(e->adapter, e->port, depth * 2, 0, 0, &e->cq));
@@ -209,11 +234,12 @@ static inline void tool_accept(struct tool_ep *e, const struct sockaddr_in *addr
 static inline void tool_connect_pd(struct tool_ep *e, const struct sockaddr_in *dest, const void *out, uint32_t out_len,
                                    void *pdata, uint32_t *plen)
 {
-    struct sockaddr_in local = *dest;
+    struct sockaddr_in local;
     nd_overlapped ov = { 0 };
     nd_status st;
 
-    local.sin_port = 0;
+    if (!tool_local_addr(dest, &local))
+        TOOL_DIE("no route to %s", inet_ntoa(dest->sin_addr));
     TOOL_CHECK(nd_connector_bind(e->conn, (const struct sockaddr *)&local, sizeof(local)));
     for (int tries = 0;; tries++) {
         st = tool_wait(nd_connector_connect(e->conn, e->qp, (const struct sockaddr *)dest, sizeof(*dest), 8, 8,

@@ -93,7 +93,17 @@ ND_API nd_status nd_port_create(nd_port **out)
         return ND_INSUFFICIENT_RESOURCES;
     }
     pthread_mutex_init(&port->queue_lock, NULL);
-    pthread_mutex_init(&port->source_lock, NULL);
+    /*
+     * Recursive: a source's signal function runs under source_lock (so that once
+     * nd_port_del_source returns, its object is never called again) and may itself add or
+     * remove sources: a listener that matches a request registers the new connection's
+     * socket on the same port from inside its dispatch.
+     */
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&port->source_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     port->free_head = UINT32_MAX;
     port->magic = ND_MAGIC_PORT;
     *out = port;
