@@ -250,6 +250,8 @@ struct mpic_rank {
     unsigned taken;
     nd_overlapped gov;
     unsigned requests_left, pending, links;
+    nd_overlapped *ready[8];                    /* requests that finished without pending */
+    unsigned nready;
     pthread_barrier_t *barrier;
 };
 
@@ -276,14 +278,25 @@ static void mpic_link_open(struct mpic_rank *r, struct mpic_link *l, unsigned pe
     l->ov.user_context = l;
 }
 
+/* Only ND_PENDING requests complete through the port; the rest are handled as if they had. */
+static void mpic_issued(struct mpic_rank *r, nd_overlapped *ov, nd_status st)
+{
+    r->pending++;
+    if (st == ND_PENDING)
+        return;
+    ov->status = st;
+    if (r->nready == sizeof(r->ready) / sizeof(r->ready[0]))
+        nt_abort(r->t, "ndmpic's ready list", ND_INSUFFICIENT_RESOURCES);
+    r->ready[r->nready++] = ov;
+}
+
 static void mpic_take_request(struct mpic_rank *r)
 {
     if (!r->requests_left)
         return;
     r->requests_left--;
     mpic_link_open(r, &r->in[r->taken], RANKS);
-    r->pending++;
-    NT_SETUP(r->t, nd_listener_get_connection_request(r->listener, r->in[r->taken].conn, &r->gov));
+    mpic_issued(r, &r->gov, nd_listener_get_connection_request(r->listener, r->in[r->taken].conn, &r->gov));
 }
 
 /* The link that carries our traffic with @peer, if any. */
@@ -317,8 +330,7 @@ static void mpic_on_request(struct mpic_rank *r)
         snprintf(step, sizeof(step), "rank %u: Reject the crossing request of rank %u", r->id, pd.rank);
         nt_expect(r->t, step, nd_connector_reject(l->conn, NULL, 0), ND_SUCCESS);
     } else {
-        r->pending++;
-        NT_SETUP(r->t, nd_connector_accept(l->conn, l->qp, 0, 0, NULL, 0, &l->ov));
+        mpic_issued(r, &l->ov, nd_connector_accept(l->conn, l->qp, 0, 0, NULL, 0, &l->ov));
     }
     mpic_take_request(r);
 }
@@ -330,8 +342,7 @@ static void mpic_on_link(struct mpic_rank *r, struct mpic_link *l)
 
     if (active && l->ov.status == ND_SUCCESS && !l->up) {
         l->up = true;       /* Connect done: CompleteConnect next (same overlapped) */
-        r->pending++;
-        NT_SETUP(r->t, nd_connector_complete_connect(l->conn, &l->ov));
+        mpic_issued(r, &l->ov, nd_connector_complete_connect(l->conn, &l->ov));
         return;
     }
     if (active && l->ov.status != ND_SUCCESS) {
@@ -363,9 +374,8 @@ static void mpic_connect_all(struct mpic_rank *r)
 
         mpic_link_open(r, l, p);
         NT_SETUP(r->t, nd_connector_bind(l->conn, (struct sockaddr *)&local, sizeof(local)));
-        r->pending++;
-        NT_SETUP(r->t, nd_connector_connect(l->conn, l->qp, (struct sockaddr *)&dest, sizeof(dest), 0, 0, &pd,
-                                            sizeof(pd), &l->ov));
+        mpic_issued(r, &l->ov, nd_connector_connect(l->conn, l->qp, (struct sockaddr *)&dest, sizeof(dest), 0, 0,
+                                                    &pd, sizeof(pd), &l->ov));
     }
 }
 
@@ -379,7 +389,10 @@ static void mpic_run(struct mpic_rank *r)
     mpic_take_request(r);
     mpic_connect_all(r);
     while (r->pending) {
-        NT_SETUP(r->t, nd_port_wait(r->port, ND_INFINITE, &ov));
+        if (r->nready)
+            ov = r->ready[--r->nready];
+        else
+            NT_SETUP(r->t, nd_port_wait(r->port, ND_INFINITE, &ov));
         r->pending--;
         if (ov == &r->gov)
             mpic_on_request(r);

@@ -308,8 +308,10 @@ static bool on_fpdu_end(struct iw_conn *c)
             c->reads_out--;
             __atomic_store_n(&c->oldest_read_ns, c->rdq_count ? c->rdq[c->rdq_head].sent_ns : 0, __ATOMIC_RELAXED);
             iw_confirm(c, rd.upto);
-            if (c->tx_next != c->posted || c->irq_count)
-                iw_tx_pump(c);      /* starts Reads that waited for ORD, and completes */
+            /* Starts Reads that waited for ORD, and the fence that waited for a Read slot
+             * behind Writes framed while every slot was taken; then completes. */
+            if (c->tx_next != c->posted || c->irq_count || c->unfenced)
+                iw_tx_pump(c);
             else
                 iw_complete_in_order(c);
         }
