@@ -5,25 +5,11 @@
 # namespaces, the pair and the addresses exist only for this run and are removed after.
 # Usage: netns_run.sh <test program>...   (exit 77 when namespaces cannot be made here)
 set -u
-[ "$(id -u)" = 0 ] || { echo "needs root for network namespaces"; exit 77; }
-command -v ip > /dev/null || { echo "needs ip (iproute2)"; exit 77; }
-a=nda$$ b=ndb$$
-cleanup() {
-    ip netns del "$a" 2> /dev/null
-    ip netns del "$b" 2> /dev/null
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-ip netns add "$a" && ip netns add "$b" || { echo "cannot create network namespaces"; exit 77; }
-ip link add va$$ netns "$a" type veth peer name vb$$ netns "$b" || { echo "cannot create a veth pair"; exit 77; }
-ip -n "$a" addr add 198.51.100.1/24 dev va$$ &&
-ip -n "$b" addr add 198.51.100.2/24 dev vb$$ &&
-ip -n "$a" link set lo up && ip -n "$b" link set lo up &&
-ip -n "$a" link set va$$ up && ip -n "$b" link set vb$$ up || exit 1
+. "$(dirname "$0")/netns_lib.sh"
 
 run() {
-    ND_TEST_ADDR=198.51.100.2 ND_TEST_PEER_ADDR=198.51.100.1 ND_TEST_CHILD_NETNS=/run/netns/$a \
-        ip netns exec "$b" "$@"
+    ND_TEST_ADDR=198.51.100.2 ND_TEST_PEER_ADDR=198.51.100.1 ND_TEST_CHILD_NETNS=/run/netns/$ns_a \
+        ip netns exec "$ns_b" "$@"
 }
 for t in "$@"; do
     # Forced iwarp, and once with the automatic choice, which must find no shm peer in

@@ -106,12 +106,40 @@ nd_status nt_post_send(struct nt_ep *e, void *ctx, size_t off, uint32_t len, uin
     return nd_qp_send(e->qp, ctx, &sge, len ? 1 : 0, flags);
 }
 
-struct sockaddr_in nt_test_addr(const struct nt *t, unsigned n)
+struct sockaddr_in nt_server_addr(const struct nt *t, uint16_t port)
 {
     struct sockaddr_in sin = t->addr;
 
-    sin.sin_port = htons((uint16_t)(ntohs(t->addr.sin_port) + 1 + n));
+    sin.sin_port = htons(port);
     return sin;
+}
+
+uint16_t nt_listen_any(struct nt *t, nd_port *port, nd_listener **l)
+{
+    struct sockaddr_in sin = t->addr;
+    uint32_t len = sizeof(sin);
+
+    sin.sin_addr = t->my_ip;
+    sin.sin_port = 0;
+    NT_SETUP(t, nd_adapter_create_listener(t->adapter, port, l));
+    NT_SETUP(t, nd_listener_bind(*l, (struct sockaddr *)&sin, sizeof(sin)));
+    NT_SETUP(t, nd_listener_listen(*l, 0));
+    NT_SETUP(t, nd_listener_get_local_address(*l, (struct sockaddr *)&sin, &len));
+    return ntohs(sin.sin_port);
+}
+
+void nt_announce(struct nt *t, uint16_t port)
+{
+    nt_ctl_send(t, NT_CTL_READY);
+    nt_ctl_send(t, port);
+}
+
+uint16_t nt_await_listener(struct nt *t)
+{
+    nt_step("wait for the server's listener");
+    if (nt_ctl_recv(t) != NT_CTL_READY)
+        nt_abort(t, "control message READY", ND_INVALID_DEVICE_STATE);
+    return (uint16_t)nt_ctl_recv(t);
 }
 
 void nt_ep_open(struct nt *t, struct nt_ep *e, size_t len, uint32_t mr_flags, uint32_t rq_depth, uint32_t iq_depth)
@@ -156,15 +184,10 @@ void nt_ep_close(struct nt *t, struct nt_ep *e)
     memset(e, 0, sizeof(*e));
 }
 
-void nt_ep_listen(struct nt *t, struct nt_ep *e, unsigned n)
+void nt_ep_listen(struct nt *t, struct nt_ep *e)
 {
-    struct sockaddr_in sin = nt_test_addr(t, n);
-
     nt_step("listen");
-    NT_SETUP(t, nd_adapter_create_listener(t->adapter, t->port, &e->listener));
-    NT_SETUP(t, nd_listener_bind(e->listener, (struct sockaddr *)&sin, sizeof(sin)));
-    NT_SETUP(t, nd_listener_listen(e->listener, 0));
-    nt_ctl_send(t, NT_CTL_READY);
+    nt_announce(t, nt_listen_any(t, t->port, &e->listener));
 }
 
 void nt_ep_get_request(struct nt *t, struct nt_ep *e)
@@ -184,31 +207,30 @@ nd_status nt_ep_accept(struct nt *t, struct nt_ep *e)
     return nt_wait(nd_connector_accept(e->conn, e->qp, 1, 1, NULL, 0, &ov), &ov);
 }
 
-nd_status nt_ep_connect(struct nt *t, struct nt_ep *e, unsigned n, const void *pdata, uint32_t plen)
+nd_status nt_ep_connect(struct nt *t, struct nt_ep *e, const void *pdata, uint32_t plen)
 {
-    struct sockaddr_in dest = nt_test_addr(t, n), local;
+    struct sockaddr_in dest, local;
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
 
     if (!e->bound) {
-        nt_step("wait for the server's listener");
-        if (nt_ctl_recv(t) != NT_CTL_READY)
-            nt_abort(t, "control message READY", ND_INVALID_DEVICE_STATE);
+        e->port = nt_await_listener(t);
         local = t->addr;
         local.sin_addr = t->my_ip;
         local.sin_port = 0;
         NT_SETUP(t, nd_connector_bind(e->conn, (struct sockaddr *)&local, sizeof(local)));
         e->bound = true;
     }
+    dest = nt_server_addr(t, e->port);
     nt_step("Connect");
     return nt_wait(nd_connector_connect(e->conn, e->qp, (struct sockaddr *)&dest, sizeof(dest), 1, 1, pdata, plen,
                                         &ov), &ov);
 }
 
-void nt_ep_connect_complete(struct nt *t, struct nt_ep *e, unsigned n)
+void nt_ep_connect_complete(struct nt *t, struct nt_ep *e)
 {
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
 
-    NT_SETUP(t, nt_ep_connect(t, e, n, NULL, 0));
+    NT_SETUP(t, nt_ep_connect(t, e, NULL, 0));
     nt_step("CompleteConnect");
     NT_SETUP(t, nt_wait(nd_connector_complete_connect(e->conn, &ov), &ov));
 }
@@ -292,7 +314,10 @@ static void ctl_accept(struct nt *t)
     NT_SETUP(t, nd_adapter_create_listener(t->adapter, t->port, &l));
     NT_SETUP(t, nd_listener_bind(l, (struct sockaddr *)&t->addr, sizeof(t->addr)));
     NT_SETUP(t, nd_listener_listen(l, 0));
-    fprintf(stderr, "nd_test: listening on %s:%u\n", inet_ntoa(t->addr.sin_addr), ntohs(t->addr.sin_port));
+    struct sockaddr_in bound;
+    uint32_t blen = sizeof(bound);
+    NT_SETUP(t, nd_listener_get_local_address(l, (struct sockaddr *)&bound, &blen));
+    fprintf(stderr, "nd_test: listening on %s:%u\n", inet_ntoa(bound.sin_addr), ntohs(bound.sin_port));
     NT_SETUP(t, nt_wait(nd_listener_get_connection_request(l, t->ctl.conn, &ov), &ov));
     NT_SETUP(t, nt_wait(nd_connector_accept(t->ctl.conn, t->ctl.qp, 0, 0, NULL, 0, &ov), &ov));
     NT_SETUP(t, nd_listener_close(l));

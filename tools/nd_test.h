@@ -3,8 +3,8 @@
  * nd_test: ND's conformance cases (ndmemorytest, ndcq, ndmval, ndmpic, ndmw) as one Linux
  * program. The client drives: over a control connection (an ND connection of its own, on
  * the given port) it names each case, both sides run their half, and the server reports its
- * verdict back, so the client's exit status covers both processes. Every test connection
- * uses the next ports up (port + 1 .. port + 4).
+ * verdict back, so the client's exit status covers both processes. Test listeners take
+ * ports the system picks and announce them over the control connection.
  */
 #ifndef ND_TEST_H
 #define ND_TEST_H
@@ -34,6 +34,7 @@ struct nt_ep {
     size_t len;
     uint32_t token;
     bool bound;                     /* client: the connector is bound (READY was heard) */
+    uint16_t port;                  /* client: the port the server's test listener took */
 };
 
 struct nt {
@@ -75,8 +76,13 @@ uint32_t nt_ctl_recv(struct nt *t);
 /* Tell the peer we reached this point and wait until it does (both sides call it). */
 void nt_ctl_barrier(struct nt *t);
 
-/* The address of the test listener @n (0..3 above the control port). */
-struct sockaddr_in nt_test_addr(const struct nt *t, unsigned n);
+/* The server's address with @port. */
+struct sockaddr_in nt_server_addr(const struct nt *t, uint16_t port);
+/* A listener (on @port) at this side's address and a port the system picks; returns it. */
+uint16_t nt_listen_any(struct nt *t, nd_port *port, nd_listener **l);
+/* Server: tell the client a listener is up on @port. Client: wait for that; the port. */
+void nt_announce(struct nt *t, uint16_t port);
+uint16_t nt_await_listener(struct nt *t);
 
 /*
  * A test endpoint: CQ (depth 4 * max(depths)), QP, connector, and a buffer of @len
@@ -85,16 +91,16 @@ struct sockaddr_in nt_test_addr(const struct nt *t, unsigned n);
  */
 void nt_ep_open(struct nt *t, struct nt_ep *e, size_t len, uint32_t mr_flags, uint32_t rq_depth, uint32_t iq_depth);
 void nt_ep_close(struct nt *t, struct nt_ep *e);
-/* Server: listen on test port @n, tell the client, take one request into e->conn. */
-void nt_ep_listen(struct nt *t, struct nt_ep *e, unsigned n);
+/* Server: listen (nt_listen_any) and announce it; nt_ep_get_request takes one request. */
+void nt_ep_listen(struct nt *t, struct nt_ep *e);
 void nt_ep_get_request(struct nt *t, struct nt_ep *e);
 /* Accept (read limits 1/1, no private data) and wait for the client's CompleteConnect. */
 nd_status nt_ep_accept(struct nt *t, struct nt_ep *e);
-/* Client: the first time, wait for the server's READY and bind; then Connect to test port @n
- * with read limits 1/1 and returns the status. */
-nd_status nt_ep_connect(struct nt *t, struct nt_ep *e, unsigned n, const void *pdata, uint32_t plen);
+/* Client: the first time, wait for the server's announcement and bind; then Connect to the
+ * announced listener with read limits 1/1 and return the status. */
+nd_status nt_ep_connect(struct nt *t, struct nt_ep *e, const void *pdata, uint32_t plen);
 /* Client: nt_ep_connect + CompleteConnect, both expected to succeed. */
-void nt_ep_connect_complete(struct nt *t, struct nt_ep *e, unsigned n);
+void nt_ep_connect_complete(struct nt *t, struct nt_ep *e);
 
 /* Wait for an overlapped request (bounded by the case watchdog). */
 nd_status nt_wait(nd_status st, nd_overlapped *ov);

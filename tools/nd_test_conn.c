@@ -12,14 +12,11 @@ enum { SMALL = 4096 };
 
 static void listen_closing_server(struct nt *t)
 {
-    struct sockaddr_in sin = nt_test_addr(t, 0);
     nd_listener *l;
+    uint16_t port = nt_listen_any(t, t->port, &l);
 
-    NT_SETUP(t, nd_adapter_create_listener(t->adapter, t->port, &l));
-    NT_SETUP(t, nd_listener_bind(l, (struct sockaddr *)&sin, sizeof(sin)));
-    NT_SETUP(t, nd_listener_listen(l, 0));
     nt_expect(t, "Listener close", nd_listener_close(l), ND_SUCCESS);
-    nt_ctl_send(t, NT_CTL_READY);
+    nt_announce(t, port);
     nt_ctl_barrier(t);
 }
 
@@ -28,7 +25,7 @@ static void listen_closing_client(struct nt *t)
     struct nt_ep e;
 
     nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
-    nt_expect(t, "Connect to the closed listener", nt_ep_connect(t, &e, 0, NULL, 0), ND_CONNECTION_REFUSED);
+    nt_expect(t, "Connect to the closed listener", nt_ep_connect(t, &e, NULL, 0), ND_CONNECTION_REFUSED);
     nt_ctl_barrier(t);
     nt_ep_close(t, &e);
 }
@@ -40,7 +37,7 @@ static void accept_refused_server(struct nt *t)
     struct nt_ep e;
 
     nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
-    nt_ep_listen(t, &e, 0);
+    nt_ep_listen(t, &e);
     nt_ep_get_request(t, &e);
     nt_expect(t, "Accept", nt_ep_accept(t, &e), ND_CONNECTION_REFUSED);
     nt_ctl_barrier(t);
@@ -53,7 +50,7 @@ static void conn_reject_client(struct nt *t)
     struct nt_ep e;
 
     nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
-    nt_expect(t, "Connect", nt_ep_connect(t, &e, 0, NULL, 0), ND_SUCCESS);
+    nt_expect(t, "Connect", nt_ep_connect(t, &e, NULL, 0), ND_SUCCESS);
     nt_expect(t, "Reject after Connect completed", nd_connector_reject(e.conn, NULL, 0), ND_SUCCESS);
     nt_expect(t, "CompleteConnect after Reject", nt_wait(nd_connector_complete_connect(e.conn, &ov), &ov),
               ND_CONNECTION_ABORTED);
@@ -63,17 +60,17 @@ static void conn_reject_client(struct nt *t)
 
 static void dual_connection_client(struct nt *t)
 {
-    struct sockaddr_in again = nt_test_addr(t, 0);
+    struct sockaddr_in again = t->addr;
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
     struct nt_ep e;
 
     nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
-    nt_expect(t, "Connect", nt_ep_connect(t, &e, 0, NULL, 0), ND_SUCCESS);
+    nt_expect(t, "Connect", nt_ep_connect(t, &e, NULL, 0), ND_SUCCESS);
     again.sin_addr = t->my_ip;
     again.sin_port = 0;
     nt_expect(t, "second Bind", nd_connector_bind(e.conn, (struct sockaddr *)&again, sizeof(again)),
               STATUS_ADDRESS_ALREADY_ASSOCIATED);
-    again = nt_test_addr(t, 0);
+    again = nt_server_addr(t, e.port);
     nt_expect(t, "second Connect",
               nt_wait(nd_connector_connect(e.conn, e.qp, (struct sockaddr *)&again, sizeof(again), 0, 0, NULL, 0,
                                            &ov), &ov), ND_CONNECTION_ACTIVE);
@@ -86,13 +83,11 @@ static void dual_connection_client(struct nt *t)
 
 static void dual_listen_server(struct nt *t)
 {
-    struct sockaddr_in sin = nt_test_addr(t, 0);
     nd_listener *l1, *l2;
+    struct sockaddr_in sin = t->addr;
 
-    NT_SETUP(t, nd_adapter_create_listener(t->adapter, t->port, &l1));
+    sin.sin_port = htons(nt_listen_any(t, t->port, &l1));
     NT_SETUP(t, nd_adapter_create_listener(t->adapter, t->port, &l2));
-    nt_expect(t, "first listener Bind", nd_listener_bind(l1, (struct sockaddr *)&sin, sizeof(sin)), ND_SUCCESS);
-    nt_expect(t, "first listener Listen", nd_listener_listen(l1, 0), ND_SUCCESS);
     nt_expect(t, "second listener Bind, same address and port",
               nd_listener_bind(l2, (struct sockaddr *)&sin, sizeof(sin)), STATUS_ADDRESS_ALREADY_ASSOCIATED);
     nd_listener_close(l2);
@@ -101,7 +96,7 @@ static void dual_listen_server(struct nt *t)
 
 static void invalid_ip_client(struct nt *t)
 {
-    struct sockaddr_in local = t->addr, zero = nt_test_addr(t, 0);
+    struct sockaddr_in local = t->addr, zero = t->addr;
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
     struct nt_ep e;
 
@@ -139,7 +134,7 @@ static void large_pdata_server(struct nt *t)
 
     nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
     NT_SETUP(t, nt_post_recv(&e, NULL, 0, 0));
-    nt_ep_listen(t, &e, 0);
+    nt_ep_listen(t, &e);
     nt_ep_get_request(t, &e);
     nt_expect(t, "GetPrivateData size probe", nd_connector_get_private_data(e.conn, NULL, &len), ND_BUFFER_OVERFLOW);
     nt_check(t, "the caller's private data is MaxCallerData bytes", len == t->info.max_caller_data, NULL);
@@ -167,8 +162,8 @@ static void large_pdata_client(struct nt *t)
 
     nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
     fill(pd, sizeof(pd), 1);
-    nt_expect(t, "Connect with MaxCallerData + 1 bytes", nt_ep_connect(t, &e, 0, pd, max + 1), ND_INVALID_BUFFER_SIZE);
-    nt_expect(t, "Connect with MaxCallerData bytes", nt_ep_connect(t, &e, 0, pd, max), ND_SUCCESS);
+    nt_expect(t, "Connect with MaxCallerData + 1 bytes", nt_ep_connect(t, &e, pd, max + 1), ND_INVALID_BUFFER_SIZE);
+    nt_expect(t, "Connect with MaxCallerData bytes", nt_ep_connect(t, &e, pd, max), ND_SUCCESS);
     len = sizeof(got);
     nt_expect(t, "GetPrivateData", nd_connector_get_private_data(e.conn, got, &len), ND_SUCCESS);
     nt_check(t, "the callee's private data is MaxCalleeData bytes, intact",
@@ -187,7 +182,7 @@ static void recv_conn_closed_server(struct nt *t)
 
     nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
     NT_SETUP(t, nt_post_recv(&e, (void *)0x77, 0, SMALL));
-    nt_ep_listen(t, &e, 0);
+    nt_ep_listen(t, &e);
     nt_ep_get_request(t, &e);
     nt_expect(t, "Accept", nt_ep_accept(t, &e), ND_SUCCESS);
     nt_step("the flushed receive");
@@ -205,7 +200,7 @@ static void recv_conn_closed_client(struct nt *t)
     struct nt_ep e;
 
     nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
-    nt_ep_connect_complete(t, &e, 0);
+    nt_ep_connect_complete(t, &e);
     nt_ep_close(t, &e);     /* at once: closing a connected connector disconnects */
     nt_ctl_barrier(t);
 }
@@ -253,16 +248,17 @@ struct mpic_rank {
     nd_overlapped *ready[8];                    /* requests that finished without pending */
     unsigned nready;
     pthread_barrier_t *barrier;
+    uint16_t *ports;                            /* every rank's listener, shared */
 };
 
 static const char mpic_key[KEY_LEN] = "netdirect ndmpic job key 0123456789a";
 
-static struct sockaddr_in mpic_addr(struct nt *t, unsigned rank)
+static struct sockaddr_in mpic_addr(const struct mpic_rank *r, unsigned rank)
 {
-    struct sockaddr_in sin = nt_test_addr(t, rank);
+    struct sockaddr_in sin = nt_server_addr(r->t, r->ports[rank]);
     bool on_server = rank % 2 == 1;
 
-    sin.sin_addr = on_server == t->server ? t->my_ip : t->peer_ip;
+    sin.sin_addr = on_server == r->t->server ? r->t->my_ip : r->t->peer_ip;
     return sin;
 }
 
@@ -361,7 +357,7 @@ static void mpic_on_link(struct mpic_rank *r, struct mpic_link *l)
 
 static void mpic_connect_all(struct mpic_rank *r)
 {
-    struct sockaddr_in local = mpic_addr(r->t, r->id);
+    struct sockaddr_in local = mpic_addr(r, r->id);
     struct mpic_pdata pd = { .rank = r->id };
 
     memcpy(pd.key, mpic_key, KEY_LEN);
@@ -370,7 +366,7 @@ static void mpic_connect_all(struct mpic_rank *r)
         if (!mpic_connects(r->id, p))
             continue;
         struct mpic_link *l = &r->out[p];
-        struct sockaddr_in dest = mpic_addr(r->t, p);
+        struct sockaddr_in dest = mpic_addr(r, p);
 
         mpic_link_open(r, l, p);
         NT_SETUP(r->t, nd_connector_bind(l->conn, (struct sockaddr *)&local, sizeof(local)));
@@ -429,18 +425,15 @@ static void mpic_run(struct mpic_rank *r)
 static void *mpic_rank_main(void *arg)
 {
     struct mpic_rank *r = arg;
-    struct sockaddr_in me = mpic_addr(r->t, r->id);
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
 
     NT_SETUP(r->t, nd_port_create(&r->port));
     NT_SETUP(r->t, nd_adapter_create_completion_queue(r->t->adapter, r->port, 32, 0, 0, &r->cq));
     NT_SETUP(r->t, nd_adapter_create_memory_region(r->t->adapter, r->port, &r->mr));
     NT_SETUP(r->t, nt_wait(nd_mr_register(r->mr, r, sizeof(*r), ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov), &ov));
-    NT_SETUP(r->t, nd_adapter_create_listener(r->t->adapter, r->port, &r->listener));
-    NT_SETUP(r->t, nd_listener_bind(r->listener, (struct sockaddr *)&me, sizeof(me)));
-    NT_SETUP(r->t, nd_listener_listen(r->listener, 0));
+    r->ports[r->id] = nt_listen_any(r->t, r->port, &r->listener);
     pthread_barrier_wait(r->barrier);   /* every rank listens ... */
-    pthread_barrier_wait(r->barrier);   /* ... on both sides, before anyone connects */
+    pthread_barrier_wait(r->barrier);   /* ... on both sides and knows the others' ports */
     mpic_run(r);
     pthread_barrier_wait(r->barrier);   /* everyone has its messages ... */
     pthread_barrier_wait(r->barrier);   /* ... before anyone disconnects */
@@ -467,6 +460,7 @@ static void *mpic_rank_main(void *arg)
 static void mpic_side(struct nt *t)
 {
     struct mpic_rank ranks[2];
+    uint16_t ports[RANKS] = { 0 };
     pthread_barrier_t barrier;
     pthread_t th[2];
 
@@ -476,14 +470,20 @@ static void mpic_side(struct nt *t)
         ranks[i].t = t;
         ranks[i].id = 2 * i + (t->server ? 1 : 0);
         ranks[i].barrier = &barrier;
+        ranks[i].ports = ports;
         if (pthread_create(&th[i], NULL, mpic_rank_main, &ranks[i]) != 0)
             nt_abort(t, "pthread_create", ND_INSUFFICIENT_RESOURCES);
     }
-    for (int phase = 0; phase < 2; phase++) {
-        pthread_barrier_wait(&barrier);
-        nt_ctl_barrier(t);
-        pthread_barrier_wait(&barrier);
-    }
+    pthread_barrier_wait(&barrier);
+    unsigned mine = t->server ? 1 : 0;
+    for (unsigned r = mine; r < RANKS; r += 2)
+        nt_ctl_send(t, ports[r]);
+    for (unsigned r = !mine; r < RANKS; r += 2)
+        ports[r] = (uint16_t)nt_ctl_recv(t);
+    pthread_barrier_wait(&barrier);
+    pthread_barrier_wait(&barrier);     /* the ranks have their messages: wait for the far side */
+    nt_ctl_barrier(t);
+    pthread_barrier_wait(&barrier);
     for (unsigned i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
     pthread_barrier_destroy(&barrier);

@@ -52,7 +52,7 @@ static void access_owner(struct nt *t, enum access_how how)
     nt_ep_open(t, &e, OWNER_LEN, ND_MR_FLAG_ALLOW_REMOTE_READ | ND_MR_FLAG_ALLOW_REMOTE_WRITE, 2, 4);
     fill(e.buf, 0, DESC_OFF, 3);
     NT_SETUP(t, nt_post_recv(&e, (void *)0x51, DESC_OFF + 1024, 64));   /* catches the teardown */
-    nt_ep_connect_complete(t, &e, 0);
+    nt_ep_connect_complete(t, &e);
     NT_SETUP(t, nd_adapter_create_memory_window(t->adapter, &e.mw));
     NT_SETUP(t, nd_qp_bind(e.qp, NULL, e.mr, e.mw, e.buf, WINDOW, rights));
     wait_completion(t, &e, "Bind", ND_SUCCESS);
@@ -84,7 +84,7 @@ static void access_initiator(struct nt *t, bool write, enum access_how how)
     nt_ep_open(t, &e, 2 * WINDOW, ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_RDMA_READ_SINK, 2, 4);
     fill(e.buf, 0, 2 * WINDOW, 0xEE);
     NT_SETUP(t, nt_post_recv(&e, NULL, 2 * WINDOW - 64, sizeof(w)));
-    nt_ep_listen(t, &e, 0);
+    nt_ep_listen(t, &e);
     nt_ep_get_request(t, &e);
     NT_SETUP(t, nt_ep_accept(t, &e));
     wait_completion(t, &e, "receive the window's descriptor", ND_SUCCESS);
@@ -147,7 +147,7 @@ static void qp_max_side(struct nt *t)
         sge[i] = (nd_sge){ e.buf + i * piece, piece, e.token };
     if (t->server) {
         NT_SETUP(t, nd_qp_receive(e.qp, NULL, sge, nsge));
-        nt_ep_listen(t, &e, 0);
+        nt_ep_listen(t, &e);
         nt_ep_get_request(t, &e);
         nt_expect(t, "Accept", nt_ep_accept(t, &e), ND_SUCCESS);
         nd_result r = nt_next(e.cq, 10000);
@@ -157,7 +157,7 @@ static void qp_max_side(struct nt *t)
                  filled(e.buf, 0, r.bytes_transferred, 5), NULL);
     } else {
         fill(e.buf, 0, nsge * piece, 5);
-        nt_ep_connect_complete(t, &e, 0);
+        nt_ep_connect_complete(t, &e);
         NT_SETUP(t, nd_qp_send(e.qp, NULL, sge, nsge, 0));
         wait_completion(t, &e, "Send of MaxInitiatorSge pieces", ND_SUCCESS);
     }
@@ -171,7 +171,7 @@ static void mr_deregister_server(struct nt *t)
     struct nt_ep e;
 
     nt_ep_open(t, &e, 1 << 20, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 4);
-    nt_ep_listen(t, &e, 0);
+    nt_ep_listen(t, &e);
     nt_ep_get_request(t, &e);
     NT_SETUP(t, nt_ep_accept(t, &e));
     NT_SETUP(t, nd_adapter_create_memory_window(t->adapter, &e.mw));
@@ -192,7 +192,7 @@ static void connect_and_wait_client(struct nt *t)
     struct nt_ep e;
 
     nt_ep_open(t, &e, 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
-    nt_ep_connect_complete(t, &e, 0);
+    nt_ep_connect_complete(t, &e);
     nt_ctl_barrier(t);
     nt_ep_close(t, &e);
 }
@@ -239,7 +239,7 @@ static void send_no_receive_client(struct nt *t)
     struct nt_ep e;
 
     nt_ep_open(t, &e, 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
-    nt_ep_connect_complete(t, &e, 0);
+    nt_ep_connect_complete(t, &e);
     NT_SETUP(t, nt_post_send(&e, NULL, 0, 64, 0));
     wait_completion(t, &e, "Send with no receive posted at the peer", ND_IO_TIMEOUT);
     nt_ctl_barrier(t);
@@ -251,7 +251,7 @@ static void accept_then_wait_server(struct nt *t)
     struct nt_ep e;
 
     nt_ep_open(t, &e, 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
-    nt_ep_listen(t, &e, 0);
+    nt_ep_listen(t, &e);
     nt_ep_get_request(t, &e);
     nt_expect(t, "Accept", nt_ep_accept(t, &e), ND_SUCCESS);
     nt_ctl_barrier(t);
@@ -311,7 +311,7 @@ static void ndmval_server(struct nt *t)
 
     nt_ep_open(t, &e, 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
     NT_SETUP(t, nt_post_recv(&e, NULL, 0, 1023));
-    nt_ep_listen(t, &e, 0);
+    nt_ep_listen(t, &e);
     nt_ep_get_request(t, &e);
     NT_SETUP(t, nt_ep_accept(t, &e));
     wait_completion(t, &e, "1023-byte receive of a 1024-byte Send", ND_DATA_OVERRUN);
@@ -324,7 +324,7 @@ static void ndmval_client(struct nt *t)
     struct nt_ep e;
 
     nt_ep_open(t, &e, 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
-    nt_ep_connect_complete(t, &e, 0);
+    nt_ep_connect_complete(t, &e);
     NT_SETUP(t, nt_post_send(&e, NULL, 0, 1024, 0));
     nt_step("the 1024-byte Send");
     nd_status st = nt_next(e.cq, 10000).status;
@@ -349,7 +349,7 @@ static void ndmw_client(struct nt *t)
     nt_ep_open(t, &e, MW_LEN + 4096, ND_MR_FLAG_ALLOW_REMOTE_READ | ND_MR_FLAG_ALLOW_REMOTE_WRITE, 2, 4);
     fill(e.buf, 0, MW_LEN, 11);
     NT_SETUP(t, nt_post_recv(&e, (void *)0x99, MW_LEN + 2048, 64));
-    nt_ep_connect_complete(t, &e, 0);
+    nt_ep_connect_complete(t, &e);
     NT_SETUP(t, nd_adapter_create_memory_window(t->adapter, &e.mw));
     NT_SETUP(t, nd_qp_bind(e.qp, NULL, e.mr, e.mw, e.buf, MW_LEN, ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE));
     wait_completion(t, &e, "Bind a 64 MiB window", ND_SUCCESS);
@@ -417,7 +417,7 @@ static void ndmw_server(struct nt *t)
 
     nt_ep_open(t, &e, src + 4 * MW_BURST + 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_RDMA_READ_SINK, 2, 64);
     NT_SETUP(t, nt_post_recv(&e, NULL, 0, sizeof(w) + MW_HELLO));
-    nt_ep_listen(t, &e, 0);
+    nt_ep_listen(t, &e);
     nt_ep_get_request(t, &e);
     NT_SETUP(t, nt_ep_accept(t, &e));
     wait_completion(t, &e, "receive the descriptor and 1 KiB", ND_SUCCESS);

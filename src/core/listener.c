@@ -223,6 +223,25 @@ static void close_endpoints(struct nd_listener *l)
 }
 
 /* Listen with every enabled transport: shm's rendezvous and iwarp's TCP port. */
+/*
+ * The reservation socket holds the port against other listeners only once it listens (it
+ * is bound with SO_REUSEADDR, which lets a second bound-only socket share the port). When
+ * no TCP transport listened on it (shm alone), listen here: a stray TCP peer then waits in
+ * a backlog nobody accepts, and its MPA exchange times out.
+ */
+static nd_status hold_port(struct nd_listener *l)
+{
+    int on = 0;
+    socklen_t len = sizeof(on);
+
+    if (getsockopt(l->port_fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on)
+        return ND_SUCCESS;
+    if (listen(l->port_fd, 1) == 0)
+        return ND_SUCCESS;
+    close_endpoints(l);
+    return errno == EADDRINUSE ? STATUS_ADDRESS_ALREADY_ASSOCIATED : ND_INSUFFICIENT_RESOURCES;
+}
+
 static nd_status open_endpoints(struct nd_listener *l, uint32_t backlog)
 {
     for (const struct nd_transport_ops *const *t = nd_transports; *t; t++) {
@@ -245,7 +264,7 @@ static nd_status open_endpoints(struct nd_listener *l, uint32_t backlog)
         }
         l->nep++;
     }
-    return ND_SUCCESS;
+    return hold_port(l);
 }
 
 ND_API nd_status nd_listener_listen(nd_listener *l, uint32_t backlog)

@@ -1,0 +1,41 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Every nd_test case, server and client as two processes of this host:
+#   nd_test_run.sh <nd_test> shm     forced shm over 127.0.0.1
+#   nd_test_run.sh <nd_test> iwarp   forced iwarp over 127.0.0.1
+#   nd_test_run.sh <nd_test> netns   iwarp between two network namespaces made for the run
+# The server takes a port the system picks and names it on stderr; the client runs every
+# case against it. Both must exit 0.
+set -u
+nd_test=$1 mode=$2
+work=$(mktemp -d)
+server=
+stop() {
+    [ -n "$server" ] && kill "$server" 2> /dev/null
+    rm -rf "$work"
+}
+trap stop EXIT
+as_server= as_client= ip=127.0.0.1 transport=$mode
+if [ "$mode" = netns ]; then
+    . "$(dirname "$0")/netns_lib.sh"
+    trap 'stop; netns_cleanup' EXIT
+    as_server="ip netns exec $ns_a" as_client="ip netns exec $ns_b" ip=198.51.100.1 transport=iwarp
+fi
+export ND_TRANSPORT=$transport
+mkfifo "$work/announce"
+$as_server "$nd_test" -s "$ip:0" 2> "$work/announce" > "$work/server.log" &
+server=$!
+# Keep the fifo open for reading until the end: the server may write to stderr again.
+exec 3< "$work/announce"
+IFS= read -r line <&3 || { echo "the server did not start"; cat "$work/server.log"; exit 1; }
+port=${line##*:}
+case $port in ''|*[!0-9]*) echo "unexpected server line: $line"; exit 1 ;; esac
+$as_client "$nd_test" -c "$ip:$port" --timeout 90
+rc=$?
+[ "$rc" = 0 ] || kill "$server" 2> /dev/null    # it would wait for a client that gave up
+wait "$server"
+src=$?
+server=
+echo "== server ($mode)"
+cat "$work/server.log"
+[ "$rc" = 0 ] && [ "$src" = 0 ]
