@@ -106,6 +106,15 @@ int main(void)
     CHECK_ST(nd_mw_close(mw), ND_SUCCESS);
     CHECK_ST(nd_mw_close(NULL), ND_INVALID_HANDLE);
 
+    /* A window closed while bound (its QP gone) is invalidated: access ends, the region is free. */
+    CHECK_ST(nd_adapter_create_memory_window(a, &mw), ND_SUCCESS);
+    CHECK_ST(nd_mw_bind_to(mw, mr, buf, 64, ND_ACCESS_REMOTE_READ), ND_SUCCESS);
+    wtoken = nd_mw_get_remote_token(mw);
+    CHECK_ST(check(a, wtoken, buf, 64, ND_ACCESS_REMOTE_READ), ND_SUCCESS);
+    CHECK_ST(nd_mr_deregister(mr, &ov), ND_DEVICE_BUSY);
+    CHECK_ST(nd_mw_close(mw), ND_SUCCESS);
+    CHECK_ST(check(a, wtoken, buf, 64, ND_ACCESS_REMOTE_READ), ND_ACCESS_VIOLATION);
+
     CHECK_ST(nd_mr_close(mr), ND_SUCCESS);
     CHECK_ST(nd_mr_close(mr2), ND_SUCCESS);
     CHECK_ST(nd_port_close(port), ND_SUCCESS);

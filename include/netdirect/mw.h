@@ -9,7 +9,11 @@
 extern "C" {
 #endif
 
-/* nd_mw_close - Release. ND_DEVICE_BUSY while the window is bound (invalidate it first). */
+/*
+ * nd_mw_close - Release. A window still bound is invalidated first (remote access through
+ * it ends at once), so a window whose queue pair died can always be released. A Bind or
+ * Invalidate of this window still queued on a QP must complete first, as for any buffer.
+ */
 nd_status nd_mw_close(nd_mw *mw);
 
 /*

@@ -206,8 +206,14 @@ ND_API nd_status nd_mw_close(nd_mw *mw)
 {
     if (!mw || mw->magic != ND_MAGIC_MW)
         return ND_INVALID_HANDLE;
-    if (mw->bound_to)
-        return ND_DEVICE_BUSY;
+    /* A window still bound (its QP may be dead: no Invalidate can run any more) is
+     * invalidated here, as ibv_dealloc_mw does: remote access through it ends now. */
+    struct nd_mr *mr = mw->bound_to;
+    if (mr) {
+        pthread_mutex_lock(&mr->lock);
+        nd_mw_invalidate(mw);
+        pthread_mutex_unlock(&mr->lock);
+    }
     nd_mtab_free(mw->adapter, mw->index);
     mw->magic = ND_MAGIC_DEAD;
     nd_adapter_unref(mw->adapter);
