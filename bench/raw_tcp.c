@@ -2,7 +2,8 @@
 /*
  * The floor for iwarp over loopback: two processes on one TCP connection (127.0.0.1),
  * TCP_NODELAY, non-blocking sockets.
- *   raw_tcp pingpong [-S size] [-i iterations]   busy-polling recv(), half round trip
+ *   raw_tcp pingpong [-S size] [-i iterations] [-b]   busy-polling recv(), half round trip;
+ *                                                    -b: blocking sockets (sleep in recv)
  *   raw_tcp stream [-S size] [-t seconds]          one direction, bytes/s
  * Prints one line of JSON.
  */
@@ -42,6 +43,8 @@ static void spin_io(int fd, void *buf, size_t n, int out)
     }
 }
 
+static int blocking;
+
 static void pair(int *a, int *b)
 {
     struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -57,8 +60,10 @@ static void pair(int *a, int *b)
     close(l);
     setsockopt(*a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     setsockopt(*b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    fcntl(*a, F_SETFL, O_NONBLOCK);
-    fcntl(*b, F_SETFL, O_NONBLOCK);
+    if (!blocking) {
+        fcntl(*a, F_SETFL, O_NONBLOCK);
+        fcntl(*b, F_SETFL, O_NONBLOCK);
+    }
 }
 
 int main(int argc, char **argv)
@@ -72,13 +77,15 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "pingpong";
 
     optind = 2;
-    while ((opt = getopt(argc, argv, "S:i:t:")) != -1) {
+    while ((opt = getopt(argc, argv, "S:i:t:b")) != -1) {
         if (opt == 'S')
             size = strtoul(optarg, NULL, 0);
         else if (opt == 'i')
             iters = strtol(optarg, NULL, 0);
         else if (opt == 't')
             secs = strtod(optarg, NULL);
+        else if (opt == 'b')
+            blocking = 1;
     }
     buf = calloc(1, size);
     pair(&a, &b);

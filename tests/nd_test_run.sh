@@ -25,9 +25,10 @@ export ND_TRANSPORT=$transport
 mkfifo "$work/announce"
 $as_server "$nd_test" -s "$ip:0" 2> "$work/announce" > "$work/server.log" &
 server=$!
-# Keep the fifo open for reading until the end: the server may write to stderr again.
+# The first line names the port; the rest of the server's stderr is kept for the log.
 exec 3< "$work/announce"
 IFS= read -r line <&3 || { echo "the server did not start"; cat "$work/server.log"; exit 1; }
+cat <&3 > "$work/server.err" &
 port=${line##*:}
 case $port in ''|*[!0-9]*) echo "unexpected server line: $line"; exit 1 ;; esac
 $as_client "$nd_test" -c "$ip:$port" --timeout 90
@@ -37,5 +38,5 @@ wait "$server"
 src=$?
 server=
 echo "== server ($mode)"
-cat "$work/server.log"
+cat "$work/server.log" "$work/server.err"
 [ "$rc" = 0 ] && [ "$src" = 0 ]
