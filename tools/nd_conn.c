@@ -45,9 +45,11 @@ static nd_result next_result(struct tool_ep *e)
 }
 
 /* One client connection's whole life; false when the server refused or went away. */
+/* The client's source address (the route's to the server), found once. */
+static struct sockaddr_in client_src;
+
 static bool client_once(struct tool_ep *e, const struct sockaddr_in *dest, struct timing *t)
 {
-    struct sockaddr_in local = *dest;
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
     nd_connector *c;
     nd_qp *qp = make_qp(e);
@@ -55,9 +57,8 @@ static bool client_once(struct tool_ep *e, const struct sockaddr_in *dest, struc
     nd_status st;
     double t0;
 
-    local.sin_port = 0;
     TOOL_CHECK(nd_adapter_create_connector(e->adapter, e->port, &c));
-    TOOL_CHECK(nd_connector_bind(c, (struct sockaddr *)&local, sizeof(local)));
+    TOOL_CHECK(nd_connector_bind(c, (struct sockaddr *)&client_src, sizeof(client_src)));
     TOOL_CHECK(nd_qp_receive(qp, NULL, &rsge, 1));
     t0 = tool_now_us();
     st = tool_wait(nd_connector_connect(c, qp, (struct sockaddr *)dest, sizeof(*dest), 0, 0, NULL, 0, &ov), &ov);
@@ -232,6 +233,9 @@ int main(int argc, char **argv)
     }
     struct sockaddr_in local = addr;
     local.sin_port = 0;
+    if (!server && !tool_local_addr(&addr, &local))
+        TOOL_DIE("no route to %s", inet_ntoa(addr.sin_addr));
+    client_src = local;
     nd_adapter *a;
     TOOL_CHECK(nd_open_adapter_by_address((struct sockaddr *)&local, sizeof(local), &a));
     worker_open(&e, a);
