@@ -96,11 +96,9 @@ void nd_adapter_unref(struct nd_adapter *a)
 static nd_status shared_region_create(struct nd_adapter *a)
 {
     a->shm_size = ARM_AREA_BYTES + MTAB_BYTES;
-    a->shm_fd = memfd_create("netdirect-adapter", MFD_CLOEXEC);
+    a->shm_fd = nd_memfd_sealed("netdirect-adapter", a->shm_size);
     if (a->shm_fd < 0)
         return ND_INSUFFICIENT_RESOURCES;
-    if (ftruncate(a->shm_fd, (off_t)a->shm_size) < 0)
-        goto err;
     a->shm = mmap(NULL, a->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, a->shm_fd, 0);
     if (a->shm == MAP_FAILED)
         goto err;
@@ -225,7 +223,7 @@ const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, int fd)
     struct stat st;
 
     /* The mapping keeps the peer's memfd alive, so its inode cannot be reused under us. */
-    if (fstat(fd, &st) < 0 || (size_t)st.st_size < ND_ADAPTER_REGION_BYTES)
+    if (!nd_memfd_mappable(fd, ND_ADAPTER_REGION_BYTES) || fstat(fd, &st) < 0)
         return NULL;
     pthread_mutex_lock(&a->lock);
     for (uint32_t i = 0; i < a->npeers && !map; i++)

@@ -305,11 +305,9 @@ void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, 
 static nd_status region_create(struct nd_qp *qp)
 {
     nd_qp_layout(qp->rq_entries, qp->rq_sge ? qp->rq_sge : 1, ND_SLOT_SIZE, &qp->layout);
-    qp->region_fd = memfd_create("netdirect-qp", MFD_CLOEXEC);
+    qp->region_fd = nd_memfd_sealed("netdirect-qp", qp->layout.size);
     if (qp->region_fd < 0)
         return ND_INSUFFICIENT_RESOURCES;
-    if (ftruncate(qp->region_fd, (off_t)qp->layout.size) < 0)
-        goto err;
     qp->region = mmap(NULL, qp->layout.size, PROT_READ | PROT_WRITE, MAP_SHARED, qp->region_fd, 0);
     if (qp->region == MAP_FAILED)
         goto err;

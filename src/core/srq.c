@@ -90,11 +90,10 @@ static uint32_t pow2_at_least(uint32_t n)
 static nd_status srq_region(struct nd_srq *s)
 {
     nd_srq_layout(s->entries, s->max_sge, &s->layout);
-    s->region_fd = memfd_create("netdirect-srq", MFD_CLOEXEC);
+    s->region_fd = nd_memfd_sealed("netdirect-srq", s->layout.size);
     if (s->region_fd < 0)
         return ND_INSUFFICIENT_RESOURCES;
-    if (ftruncate(s->region_fd, (off_t)s->layout.size) < 0 ||
-        (s->region = mmap(NULL, s->layout.size, PROT_READ | PROT_WRITE, MAP_SHARED, s->region_fd, 0)) == MAP_FAILED) {
+    if ((s->region = mmap(NULL, s->layout.size, PROT_READ | PROT_WRITE, MAP_SHARED, s->region_fd, 0)) == MAP_FAILED) {
         close(s->region_fd);
         s->region = NULL;
         return ND_INSUFFICIENT_RESOURCES;

@@ -2,7 +2,10 @@
 #include "core.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +25,34 @@ int nd_futex_wait(uint32_t *word, uint32_t expect, int timeout_ms)
 int nd_futex_wake(uint32_t *word, int n)
 {
     return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+/*
+ * A memfd of @size bytes that peers map: sealed against shrinking and growing, so that a
+ * peer's mapping can never run past the end of the file (a shrink would turn our next store
+ * into the peer's region into SIGBUS). Returns the fd or -1.
+ */
+int nd_memfd_sealed(const char *name, size_t size)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+    if (fd < 0)
+        return -1;
+    if (ftruncate(fd, (off_t)size) < 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* A peer's memfd we may map: sealed against shrinking and at least @size bytes long. */
+bool nd_memfd_mappable(int fd, size_t size)
+{
+    struct stat st;
+    int seals = fcntl(fd, F_GET_SEALS);
+
+    return seals >= 0 && (seals & F_SEAL_SHRINK) && fstat(fd, &st) == 0 && (size_t)st.st_size >= size;
 }
 
 uint64_t nd_now_ns(void)
