@@ -34,6 +34,15 @@ void nd_qp_layout(uint32_t rq_entries, uint32_t max_sge, uint32_t slot_size, str
     l->size = align_up(l->slots + (size_t)rq_entries * slot_size, 4096);
 }
 
+uint32_t nd_qp_slot_size(uint32_t rq_entries)
+{
+    uint32_t size = ND_SLOT_MAX;
+
+    while (size > ND_SLOT_MIN && (uint64_t)size * rq_entries > ND_SLOT_BUDGET)
+        size /= 2;
+    return size;
+}
+
 bool nd_qp_valid(const struct nd_qp *qp)
 {
     return qp && qp->magic == ND_MAGIC_QP;
@@ -122,7 +131,7 @@ static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, con
             return ND_XLATE_BAD;
         data = e->data;
     } else if (e->flags & ND_CQE_INLINE) {
-        if (e->bytes > ND_SLOT_SIZE)
+        if (e->bytes > qp->slot_size)
             return ND_XLATE_BAD;
         data = slot_data;
     }
@@ -144,7 +153,8 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
     uint32_t k = e->wr_index, exp = atomic_load(&qp->rq_expected);
     nd_status st = ND_SUCCESS;
 
-    const uint8_t *slot_data = qp->region + qp->layout.slots + (size_t)((e->seq - 1) & (qp->rq_entries - 1)) * ND_SLOT_SIZE;
+    const uint8_t *slot_data = qp->region + qp->layout.slots +
+                               (size_t)((e->seq - 1) & (qp->rq_entries - 1)) * qp->slot_size;
 
     if (qp->srq)
         return srq_translate(qp, e, slot_data, r);
@@ -160,7 +170,7 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
             return ND_XLATE_BAD;
         scatter(qp, k, e->data, e->bytes);
     } else if (e->flags & ND_CQE_INLINE) {
-        if (e->bytes > ND_SLOT_SIZE)
+        if (e->bytes > qp->slot_size)
             return ND_XLATE_BAD;
         scatter(qp, k, slot_data, e->bytes);
     }
@@ -304,7 +314,8 @@ void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, 
 
 static nd_status region_create(struct nd_qp *qp)
 {
-    nd_qp_layout(qp->rq_entries, qp->rq_sge ? qp->rq_sge : 1, ND_SLOT_SIZE, &qp->layout);
+    qp->slot_size = nd_qp_slot_size(qp->rq_entries);
+    nd_qp_layout(qp->rq_entries, qp->rq_sge ? qp->rq_sge : 1, qp->slot_size, &qp->layout);
     qp->region_fd = nd_memfd_sealed("netdirect-qp", qp->layout.size);
     if (qp->region_fd < 0)
         return ND_INSUFFICIENT_RESOURCES;
@@ -316,7 +327,7 @@ static nd_status region_create(struct nd_qp *qp)
     qp->ctl->version = ND_QP_REGION_VERSION;
     qp->ctl->rq_entries = qp->rq_entries;
     qp->ctl->max_sge = qp->rq_sge ? qp->rq_sge : 1;
-    qp->ctl->slot_size = ND_SLOT_SIZE;
+    qp->ctl->slot_size = qp->slot_size;
     qp->inbound_hdr = (struct nd_ring_hdr *)(qp->region + qp->layout.ring);
     return ND_SUCCESS;
 err:

@@ -14,7 +14,15 @@
 
 #define ND_QP_REGION_MAGIC 0x4e445152u
 #define ND_QP_REGION_VERSION 1u
-#define ND_SLOT_SIZE 256u           /* bytes of a message slot = the inline threshold */
+/*
+ * Message slots, one per inbound ring position: Sends up to the slot size are copied in by
+ * the peer and out by us (two memcpy beat a cross-memory call, a system call, below a few
+ * KiB). A QP's slots stay within ND_SLOT_BUDGET: deep receive queues get smaller slots.
+ */
+#define ND_SLOT_MIN 256u
+#define ND_SLOT_MAX 16384u
+#define ND_SLOT_BUDGET (1u << 20)
+uint32_t nd_qp_slot_size(uint32_t rq_entries);
 
 enum nd_wire_state { ND_WIRE_ACTIVE = 0, ND_WIRE_TERMINATED = 1 };
 
@@ -113,6 +121,7 @@ struct nd_qp {
     int region_fd;                  /* memfd of the inbound region */
     uint8_t *region;
     struct nd_qp_layout layout;
+    uint32_t slot_size;             /* bytes of each message slot (nd_qp_slot_size) */
     struct nd_qp_ctl *ctl;
     struct nd_ring_hdr *inbound_hdr;
     struct nd_cq_src *rsrc;         /* the inbound ring, written by the peer */

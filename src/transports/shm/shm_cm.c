@@ -164,7 +164,7 @@ nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
             return ND_INSUFFICIENT_RESOURCES;
         w.rq_entries = qp->rq_entries;
         w.max_sge = qp->ctl->max_sge;
-        w.slot_size = ND_SLOT_SIZE;
+        w.slot_size = qp->slot_size;
         w.arm_slot = qp->rcq->arm_slot;
         w.iarm_slot = qp->icq->arm_slot;
         fds[0] = qp->region_fd;

@@ -38,7 +38,7 @@ struct shm_conn {
     size_t peer_region_size;
     struct nd_qp_layout pl;
     struct nd_qp_ctl *pctl;
-    uint32_t peer_rq_entries, peer_max_sge;
+    uint32_t peer_rq_entries, peer_max_sge, peer_slot_size;
     /* The peer's SRQ, when its queue pair takes receives from one. */
     uint8_t *psrq;
     struct nd_srq_layout psl;
@@ -184,9 +184,9 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
         e.flags |= ND_CQE_INLINE_DATA;
         goto publish;
     }
-    if (wr->total <= ND_SLOT_SIZE) {
+    if (wr->total <= c->peer_slot_size) {
         /* The slot that goes with the ring position this completion will take. */
-        gather(wr, c->peer_region + c->pl.slots + (size_t)(c->pprod.prod & c->pprod.mask) * ND_SLOT_SIZE);
+        gather(wr, c->peer_region + c->pl.slots + (size_t)(c->pprod.prod & c->pprod.mask) * c->peer_slot_size);
         e.flags |= ND_CQE_INLINE;
         goto publish;
     }
@@ -466,7 +466,8 @@ static void *map_fd(int fd, size_t size, int prot)
 static bool geometry_ok(const struct nd_cm_msg *m)
 {
     return m->rq_entries && !(m->rq_entries & (m->rq_entries - 1)) && m->rq_entries <= 65536 &&
-           m->max_sge >= 1 && m->max_sge <= nd_limits.max_receive_sge && m->slot_size == ND_SLOT_SIZE &&
+           m->max_sge >= 1 && m->max_sge <= nd_limits.max_receive_sge && m->slot_size >= ND_SLOT_MIN &&
+           m->slot_size <= ND_SLOT_MAX && !(m->slot_size & (m->slot_size - 1)) &&
            m->arm_slot < ND_MAX_CQS_PER_ADAPTER && m->iarm_slot < ND_MAX_CQS_PER_ADAPTER;
 }
 
@@ -476,7 +477,8 @@ nd_status shm_attach(struct nd_qp *qp, int sock, pid_t pid, struct nd_cm_msg *m,
 
     if (!c || !geometry_ok(m))
         goto err;
-    nd_qp_layout(m->rq_entries, m->max_sge, ND_SLOT_SIZE, &c->pl);
+    nd_qp_layout(m->rq_entries, m->max_sge, m->slot_size, &c->pl);
+    c->peer_slot_size = m->slot_size;
     c->peer_region_size = c->pl.size;
     c->peer_region = map_fd(m->fds[0], c->pl.size, PROT_READ | PROT_WRITE);
     c->peer_adapter = nd_adapter_map_peer(qp->adapter, m->fds[1]);
