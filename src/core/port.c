@@ -17,11 +17,25 @@
 #define QUEUE_EVENT_ID UINT64_MAX
 
 struct port_source {
-    void *obj;                  /* NULL when the slot is free */
+    void *obj;                  /* NULL when the slot is free or being removed */
     nd_port_signal_fn fn;
-    uint32_t gen;               /* bumped on reuse so stale epoll events are ignored */
+    uint32_t gen;               /* bumped on removal so stale epoll events are ignored */
     uint32_t next_free;
+    uint32_t busy;              /* signal functions of this source running right now */
+    bool removed;               /* freed by the last of them to finish */
 };
+
+/*
+ * Signal functions run without source_lock: they take their object's lock, and their
+ * objects take source_lock (registering sockets) while holding it, so calling them under
+ * it would order the two locks both ways. 'busy' keeps a removed source's object alive
+ * until its running calls return; the thread inside a call may remove its own source.
+ */
+struct dispatch_mark {
+    const struct nd_port *port;
+    uint32_t idx;
+};
+static _Thread_local struct dispatch_mark dispatching;
 
 struct nd_port {
     uint32_t magic;
@@ -34,6 +48,7 @@ struct nd_port {
     uint32_t qhead, qcount, qcap;
     bool queue_fd_raised;       /* queue_fd's counter is nonzero */
     pthread_mutex_t source_lock;
+    pthread_cond_t source_idle;     /* a source's busy count dropped to zero */
     struct port_source *src;
     uint32_t nsrc, cap, free_head;
 };
@@ -60,13 +75,44 @@ void nd_port_timed(struct nd_port *port, int delta)
 
 #define TICK_MS 10
 
+static void source_free_locked(struct nd_port *port, uint32_t idx)
+{
+    port->src[idx].removed = false;
+    port->src[idx].next_free = port->free_head;
+    port->free_head = idx;
+}
+
+/* Call source @idx's signal function if it is still registered as generation @gen (any
+ * generation when @gen is UINT32_MAX). source_lock is held on entry and on return. */
+static void call_source_locked(struct nd_port *port, uint32_t idx, uint32_t gen, struct nd_ovbatch *batch)
+{
+    struct port_source *s = &port->src[idx];
+    struct dispatch_mark outer = dispatching;
+    nd_port_signal_fn fn = s->fn;
+    void *obj = s->obj;
+
+    if (!obj || (gen != UINT32_MAX && s->gen != gen))
+        return;
+    s->busy++;
+    pthread_mutex_unlock(&port->source_lock);
+    dispatching = (struct dispatch_mark){ port, idx };
+    fn(obj, batch);
+    dispatching = outer;
+    pthread_mutex_lock(&port->source_lock);
+    s = &port->src[idx];            /* the table may have grown meanwhile */
+    if (--s->busy == 0) {
+        if (s->removed)
+            source_free_locked(port, idx);
+        pthread_cond_broadcast(&port->source_idle);
+    }
+}
+
 /* Let every source look at its deferred work (held sends and their timeouts). */
 static void tick_all(struct nd_port *port, struct nd_ovbatch *batch)
 {
     pthread_mutex_lock(&port->source_lock);
     for (uint32_t i = 0; i < port->nsrc; i++)
-        if (port->src[i].obj)
-            port->src[i].fn(port->src[i].obj, batch);
+        call_source_locked(port, i, UINT32_MAX, batch);
     pthread_mutex_unlock(&port->source_lock);
 }
 
@@ -93,17 +139,8 @@ ND_API nd_status nd_port_create(nd_port **out)
         return ND_INSUFFICIENT_RESOURCES;
     }
     pthread_mutex_init(&port->queue_lock, NULL);
-    /*
-     * Recursive: a source's signal function runs under source_lock (so that once
-     * nd_port_del_source returns, its object is never called again) and may itself add or
-     * remove sources: a listener that matches a request registers the new connection's
-     * socket on the same port from inside its dispatch.
-     */
-    pthread_mutexattr_t attr;
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&port->source_lock, &attr);
-    pthread_mutexattr_destroy(&attr);
+    pthread_mutex_init(&port->source_lock, NULL);
+    pthread_cond_init(&port->source_idle, NULL);
     port->free_head = UINT32_MAX;
     port->magic = ND_MAGIC_PORT;
     *out = port;
@@ -121,6 +158,7 @@ ND_API nd_status nd_port_close(nd_port *port)
     close(port->queue_fd);
     pthread_mutex_destroy(&port->queue_lock);
     pthread_mutex_destroy(&port->source_lock);
+    pthread_cond_destroy(&port->source_idle);
     free(port->src);
     free(port->queue);
     free(port);
@@ -245,14 +283,15 @@ nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_si
         }
         idx = port->nsrc++;
         port->src[idx].gen = 0;
+        port->src[idx].busy = 0;
+        port->src[idx].removed = false;
     }
     port->src[idx].obj = obj;
     port->src[idx].fn = fn;
     ev.data.u64 = (uint64_t)port->src[idx].gen << 32 | idx;
     if (epoll_ctl(port->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         port->src[idx].obj = NULL;
-        port->src[idx].next_free = port->free_head;
-        port->free_head = idx;
+        source_free_locked(port, idx);
         st = errno == ENOMEM ? ND_NO_MEMORY : ND_INSUFFICIENT_RESOURCES;
         goto out;
     }
@@ -262,14 +301,22 @@ out:
     return st;
 }
 
+/* Once this returns, the source's signal function is not running in another thread and
+ * will not be called again (the caller may be inside it: that call finishes normally). */
 void nd_port_del_source(struct nd_port *port, uint32_t id, int fd)
 {
     pthread_mutex_lock(&port->source_lock);
     epoll_ctl(port->epfd, EPOLL_CTL_DEL, fd, NULL);
     port->src[id].obj = NULL;
     port->src[id].gen++;
-    port->src[id].next_free = port->free_head;
-    port->free_head = id;
+    bool self = dispatching.port == port && dispatching.idx == id;
+
+    while (port->src[id].busy > (self ? 1u : 0u))
+        pthread_cond_wait(&port->source_idle, &port->source_lock);
+    if (port->src[id].busy)
+        port->src[id].removed = true;       /* our own call frees it when it returns */
+    else
+        source_free_locked(port, id);
     pthread_mutex_unlock(&port->source_lock);
 }
 
@@ -278,8 +325,8 @@ static void dispatch(struct nd_port *port, uint64_t data, struct nd_ovbatch *bat
     uint32_t idx = (uint32_t)data, gen = (uint32_t)(data >> 32);
 
     pthread_mutex_lock(&port->source_lock);
-    if (idx < port->nsrc && port->src[idx].obj && port->src[idx].gen == gen)
-        port->src[idx].fn(port->src[idx].obj, batch);
+    if (idx < port->nsrc)
+        call_source_locked(port, idx, gen, batch);
     pthread_mutex_unlock(&port->source_lock);
 }
 
