@@ -35,7 +35,7 @@ build build-ci/asan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 suite build-ci/asan
 
 build build-ci/tsan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DND_SANITIZE=thread
-suite build-ci/tsan
+TSAN_OPTIONS=die_after_fork=0 suite build-ci/tsan
 
 echo "== fuzz (${fuzz_seconds}s per target)"
 for f in build-ci/asan/tests/fuzz/fuzz_*; do
