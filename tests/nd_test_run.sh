@@ -23,18 +23,21 @@ if [ "$mode" = netns ]; then
 fi
 export ND_TRANSPORT=$transport
 mkfifo "$work/announce"
-$as_server "$nd_test" -s "$ip:0" 2> "$work/announce" > "$work/server.log" &
-server=$!
+# Through sh, so that the PID we may have to kill is the server's, not ip's.
+$as_server sh -c 'echo $$ > "$1"; shift; exec "$@"' sh "$work/server.pid" "$nd_test" -s "$ip:0" \
+    2> "$work/announce" > "$work/server.log" &
+launcher=$!
 # The first line names the port; the rest of the server's stderr is kept for the log.
 exec 3< "$work/announce"
 IFS= read -r line <&3 || { echo "the server did not start"; cat "$work/server.log"; exit 1; }
 cat <&3 > "$work/server.err" &
+server=$(cat "$work/server.pid")
 port=${line##*:}
 case $port in ''|*[!0-9]*) echo "unexpected server line: $line"; exit 1 ;; esac
 $as_client "$nd_test" -c "$ip:$port" --timeout 90
 rc=$?
 [ "$rc" = 0 ] || kill "$server" 2> /dev/null    # it would wait for a client that gave up
-wait "$server"
+wait "$launcher"
 src=$?
 server=
 echo "== server ($mode)"
