@@ -260,10 +260,14 @@ static inline void tool_connect(struct tool_ep *e, const struct sockaddr_in *des
     tool_connect_pd(e, dest, NULL, 0, pdata, plen);
 }
 
-/* The next completion, whatever its status: spin on the CQ, or arm it and sleep (-b). */
+/*
+ * The next completion, whatever its status: spin on the CQ, or (-b) arm it and wait on the
+ * Notify's overlapped (GetOverlappedResult with wait; the wait spins briefly, then sleeps).
+ * NO_PORT: the Notify is reaped here, so it must not also pile up on the port.
+ */
 static inline nd_result tool_next_any(struct tool_ep *e)
 {
-    nd_overlapped ov = { 0 };
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
     nd_result r;
 
     for (;;) {
