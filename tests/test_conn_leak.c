@@ -12,23 +12,10 @@
  */
 #include "t_conn.h"
 
-#include <dirent.h>
-#include <malloc.h>
+#include "t_proc.h"
 
 #define WARMUP 200
 
-/* Sanitizer runtimes hold freed memory in quarantine and map their own regions: there, the
- * descriptors are checked here and the heap by LeakSanitizer at exit. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
 #define MSG 4096
 
 static uint32_t conns(void)
@@ -36,31 +23,6 @@ static uint32_t conns(void)
     const char *v = getenv("ND_TEST_CONNS");
 
     return v && atoi(v) > WARMUP ? (uint32_t)atoi(v) : 1500;
-}
-
-static uint32_t open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    uint32_t n = 0;
-
-    CHECK(d != NULL);
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
-}
-
-static uint32_t mappings(void)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    uint32_t n = 0;
-    int ch;
-
-    CHECK(f != NULL);
-    while ((ch = fgetc(f)) != EOF)
-        n += ch == '\n';
-    fclose(f);
-    return n;
 }
 
 /*
@@ -84,18 +46,6 @@ static uint32_t settled_fds(void)
         n = again;
     }
     return n;
-}
-
-static long rss_kib(void)
-{
-    long pages = 0, resident = 0;
-
-    malloc_trim(0);
-    FILE *f = fopen("/proc/self/statm", "r");
-
-    CHECK(f && fscanf(f, "%ld %ld", &pages, &resident) == 2);
-    fclose(f);
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 struct ep {

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/* What a test can see of its own process: descriptors, mappings, resident memory. */
+#ifndef T_PROC_H
+#define T_PROC_H
+
+#include "t_util.h"
+
+#include <dirent.h>
+#include <malloc.h>
+
+/* Sanitizer runtimes hold freed memory in quarantine and map their own regions: there, the
+ * descriptors are checked here and the heap by LeakSanitizer at exit. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+static inline uint32_t open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    uint32_t n = 0;
+
+    CHECK(d != NULL);
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+static inline uint32_t mappings(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    uint32_t n = 0;
+    int ch;
+
+    CHECK(f != NULL);
+    while ((ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    fclose(f);
+    return n;
+}
+
+static inline long rss_kib(void)
+{
+    long pages = 0, resident = 0;
+
+    malloc_trim(0);
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    CHECK(f && fscanf(f, "%ld %ld", &pages, &resident) == 2);
+    fclose(f);
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Resident memory that is private to this process (heap, stacks, private mappings): what
+ * grows if something leaks; shared pages (rings and slots a peer writes) are left out. */
+static inline long rss_private_kib(void)
+{
+    long pages = 0, resident = 0, shared = 0;
+
+    malloc_trim(0);
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    CHECK(f && fscanf(f, "%ld %ld %ld", &pages, &resident, &shared) == 3);
+    fclose(f);
+    return (resident - shared) * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+#endif
