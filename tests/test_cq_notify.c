@@ -8,6 +8,9 @@
 #include "t_ring.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
 
 static nd_port *port;
 
@@ -106,6 +109,7 @@ struct waiter {
     nd_overlapped ov;
     nd_status result;
     int ready[2];
+    _Atomic pid_t tid;
 };
 
 static void *wait_thread(void *arg)
@@ -113,10 +117,35 @@ static void *wait_thread(void *arg)
     struct waiter *w = arg;
 
     w->ov.flags = ND_OV_FLAG_NO_PORT;
+    atomic_store(&w->tid, (pid_t)syscall(SYS_gettid));
     CHECK_ST(nd_cq_notify(w->cq, ND_CQ_NOTIFY_ANY, &w->ov), ND_PENDING);
     CHECK(write(w->ready[1], "r", 1) == 1);
     w->result = nd_cq_get_overlapped_result(w->cq, &w->ov, 1);
     return NULL;
+}
+
+/* Until thread @tid sleeps in the kernel (state S in /proc), within 10 s: it has spun
+ * its moment and armed the CQ. Polls the thread's state; no timing is assumed. */
+static void wait_until_asleep(pid_t tid)
+{
+    char path[64], buf[256];
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+    for (int i = 0; i < 1000000; i++) {
+        FILE *f = fopen(path, "r");
+        char *close_paren;
+
+        CHECK(f != NULL);
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        close_paren = strrchr(buf, ')');
+        if (close_paren && close_paren[1] == ' ' && close_paren[2] == 'S')
+            return;
+        sched_yield();
+    }
+    fprintf(stderr, "the waiter never went to sleep\n");
+    exit(1);
 }
 
 /* A thread blocked in GetOverlappedResult(wait) is released by a completion, or a cancel. */
@@ -133,6 +162,16 @@ static void blocking_wait(nd_cq *cq, struct t_ring *r)
     pthread_join(t, NULL);
     CHECK_ST(w.result, ND_SUCCESS);
     port_empty();                 /* NO_PORT: nothing went to the port */
+    CHECK(drain(cq) == 1);
+
+    /* The waiter spins first with the CQ disarmed (producers need not signal a spinner),
+     * then arms and sleeps: an entry published once it sleeps must still wake it. */
+    CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0);
+    CHECK(read(w.ready[0], &c, 1) == 1);
+    wait_until_asleep(atomic_load(&w.tid));
+    t_ring_put(r, 6, ND_SUCCESS, 0, ND_REQUEST_TYPE_SEND, 0);
+    pthread_join(t, NULL);
+    CHECK_ST(w.result, ND_SUCCESS);
     CHECK(drain(cq) == 1);
 
     CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0);

@@ -311,16 +311,35 @@ static void cq_on_signal(void *obj, struct nd_ovbatch *b)
     pthread_mutex_unlock(&cq->lock);
 }
 
+/* Every pending notify is reaped through nd_get_overlapped_result (none goes to a port,
+ * where a thread may sleep on our signal). */
+static bool notifies_all_waited(struct nd_cq *cq)
+{
+    for (nd_overlapped *p = cq->ov.head; p; p = nd_ov_next(p))
+        if (!(p->flags & ND_OV_FLAG_NO_PORT))
+            return false;
+    return true;
+}
+
 static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
 {
     struct nd_cq *cq = cq_of_ovobj(obj);
     struct nd_ovbatch b;
     uint64_t v;
 
-    bool woke = false;
+    bool woke = false, quiet;
     uint64_t spin_end = nd_now_ns() + CQ_SPIN_NS;
 
-    atomic_fetch_add(&cq->ov_waiters, 1);
+    /*
+     * While we spin, producers need not signal: when every pending notify is reaped by a
+     * waiter (none goes to a port) and no other thread sleeps on this CQ, disarm, and arm
+     * again (then look) before sleeping. Spares the peer a system call per completion.
+     */
+    pthread_mutex_lock(&cq->lock);
+    quiet = atomic_fetch_add(&cq->ov_waiters, 1) == 0 && notifies_all_waited(cq);
+    if (quiet)
+        arm_store(cq, ND_ARM_NONE);
+    pthread_mutex_unlock(&cq->lock);
     /* Spin a moment before sleeping: a wake-up across CPUs costs 5-35 us here, and the
      * answer to a message just sent is often a microsecond away. */
     while (nd_ov_is_pending(ov) && nd_now_ns() < spin_end) {
@@ -330,6 +349,13 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
         pthread_mutex_unlock(&cq->lock);
         nd_port_deliver(&b);
         nd_cpu_relax();
+    }
+    if (quiet && nd_ov_is_pending(ov)) {
+        nd_ovbatch_init(&b, cq->ov.port);
+        pthread_mutex_lock(&cq->lock);
+        cq_rearm_and_look(cq, &b);
+        pthread_mutex_unlock(&cq->lock);
+        nd_port_deliver(&b);
     }
     while (nd_ov_is_pending(ov)) {
         struct pollfd pfd = { .fd = cq->signal_fd, .events = POLLIN };
