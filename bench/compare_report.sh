@@ -49,7 +49,7 @@ report() {
     echo "| | 8 B | 4 KiB | netdirect / this, 8 B | 4 KiB |"
     echo "|---|---|---|---|---|"
     lat_row "raw eventfd ping-pong (sleeps every time)" b raw_efd nd_shm
-    lat_row "**netdirect shm** (nd_pingpong -b: CQ notify + port wait)" b nd_shm nd_shm
+    lat_row "**netdirect shm** (nd_pingpong -b: CQ notify + GetOverlappedResult wait)" b nd_shm nd_shm
     lat_row "ucx_perftest tag_lat -E sleep, posix" b ucx_posix nd_shm
     lat_row "raw TCP, blocking sockets" b raw_tcp nd_iwarp
     lat_row "**netdirect iwarp** (nd_pingpong -b)" b nd_iwarp nd_iwarp
