@@ -3,32 +3,38 @@
 # The main job: install build dependencies, build, and run the two-process demo on this
 # host: a server and a client process connect over netdirect's shared-memory transport,
 # then nd_conn measures connection set-up and nd_pingpong Send/Receive latency, 8 B to
-# 1 MiB, polling and blocking. (The TCP/iWARP transport is not built yet.)
+# 1 MiB, polling and blocking; then the same over the iWARP transport (TCP, loopback).
 set -eu
 cd "$(dirname "$0")"
 scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j"$(nproc)" > build.log 2>&1 || { cat build.log; exit 1; }
 [ -e /sys/kernel/tracing/events/raw_syscalls ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
-port=$((50000 + $$ % 10000))
+port=$((26000 + $$ % 4000))     # below the ephemeral port range
 
 echo "== nd_info"
 ./build/tools/nd_info | sed -n '1,12p'
 echo
 
-echo "== connection set-up: nd_conn, one connection at a time, 3 s (create QP, connect, 4 KiB each way, disconnect, destroy)"
-./build/tools/nd_conn -s "127.0.0.1:$port" 2>/dev/null &
-server=$!
-./build/tools/nd_conn -c "127.0.0.1:$port" -d 3
-kill "$server" 2>/dev/null || true
-wait "$server" 2>/dev/null || true
-echo
-
-for mode in p b; do
+# Each transport in turn: shm (the automatic choice on one host) and iwarp (TCP, forced).
+for transport in shm iwarp; do
+    export ND_TRANSPORT=$transport
     port=$((port + 1))
-    echo "== Send/Receive latency: nd_pingpong -$mode ($( [ $mode = p ] && echo polling || echo 'blocking: CQ notify + wait'))"
-    ./build/tools/nd_pingpong -s "127.0.0.1:$port" 2>/dev/null &
-    ./build/tools/nd_pingpong -c "127.0.0.1:$port" -$mode -M 1048576 -i 20000
-    wait
+    echo "== $transport: connection set-up, nd_conn, one connection at a time, 3 s" \
+         "(create QP, connect, 4 KiB each way, disconnect, destroy)"
+    ./build/tools/nd_conn -s "127.0.0.1:$port" 2>/dev/null &
+    server=$!
+    ./build/tools/nd_conn -c "127.0.0.1:$port" -d 3
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
     echo
+    for mode in p b; do
+        port=$((port + 1))
+        echo "== $transport: Send/Receive latency, nd_pingpong -$mode" \
+             "($( [ $mode = p ] && echo polling || echo 'blocking: CQ notify + wait'))"
+        ./build/tools/nd_pingpong -s "127.0.0.1:$port" 2>/dev/null &
+        ./build/tools/nd_pingpong -c "127.0.0.1:$port" -$mode -M 1048576 -i 20000
+        wait
+        echo
+    done
 done
