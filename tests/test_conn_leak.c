@@ -25,29 +25,6 @@ static uint32_t conns(void)
     return v && atoi(v) > WARMUP ? (uint32_t)atoi(v) : 1500;
 }
 
-/*
- * A queue pair closed while the iwarp engine thread still held it for a moment is
- * released by that thread right after: read the descriptor count until it holds still
- * (bounded; this waits for the library, not for a peer).
- */
-static uint32_t settled_fds(void)
-{
-    uint32_t n = open_fds(), same = 0;
-
-    /* Stable for 4 readings 5 ms apart (the engine thread may be preempted under load),
-     * within a second. */
-    for (int i = 0; i < 200 && same < 4; i++) {
-        struct timespec ts = { 0, 5000000 };
-        uint32_t again;
-
-        nanosleep(&ts, NULL);
-        again = open_fds();
-        same = again == n ? same + 1 : 0;
-        n = again;
-    }
-    return n;
-}
-
 struct ep {
     nd_adapter *a;
     nd_port *port;

@@ -117,7 +117,8 @@ static bool park_if_polled(struct iw_engine *e, uint64_t key, uint32_t events)
 /*
  * The tick while applications poll: park the polled connections, un-park those whose polls
  * stopped and those holding answers past IW_FENCE_DEFER_NS; the keys of connections to
- * serve go to @keys. Returns how many; *@active says whether any was polled of late.
+ * serve go to @keys. Returns how many; *@active says whether any was polled of late, or
+ * more than @max need serving (the next tick takes the rest: ticking must go on).
  */
 static uint32_t tick_polled(struct iw_engine *e, uint64_t *keys, uint32_t max, bool *active)
 {
@@ -126,12 +127,16 @@ static uint32_t tick_polled(struct iw_engine *e, uint64_t *keys, uint32_t max, b
 
     *active = false;
     pthread_mutex_lock(&e->lock);
-    for (uint32_t slot = 0; slot < e->cap && n < max; slot++) {
+    for (uint32_t slot = 0; slot < e->cap; slot++) {
         struct iw_conn *c = e->conns[slot];
         uint64_t owed;
 
         if (!c)
             continue;
+        if (n == max) {
+            *active = true;         /* a connection past this batch may need serving */
+            break;
+        }
         *active |= app_polls(c, now, IDLE_AFTER_NS);
         owed = __atomic_load_n(&c->owed_since, __ATOMIC_RELAXED);
         if (app_polls(c, now, IW_POLL_GONE_NS)) {
