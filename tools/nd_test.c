@@ -198,6 +198,17 @@ void nt_ep_get_request(struct nt *t, struct nt_ep *e)
     NT_SETUP(t, nt_wait(nd_listener_get_connection_request(e->listener, e->conn, &ov), &ov));
 }
 
+void nt_ep_take(struct nt *t, struct nt_ep *e)
+{
+    nt_ep_listen(t, e);
+    nt_ep_get_request(t, e);
+}
+
+void nt_ep_open_small(struct nt *t, struct nt_ep *e)
+{
+    nt_ep_open(t, e, 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+}
+
 nd_status nt_ep_accept(struct nt *t, struct nt_ep *e)
 {
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };

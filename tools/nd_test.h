@@ -94,6 +94,10 @@ void nt_ep_close(struct nt *t, struct nt_ep *e);
 /* Server: listen (nt_listen_any) and announce it; nt_ep_get_request takes one request. */
 void nt_ep_listen(struct nt *t, struct nt_ep *e);
 void nt_ep_get_request(struct nt *t, struct nt_ep *e);
+/* Both: listen, announce, take one request. */
+void nt_ep_take(struct nt *t, struct nt_ep *e);
+/* A 4 KiB endpoint with local write, one receive and one initiator slot. */
+void nt_ep_open_small(struct nt *t, struct nt_ep *e);
 /* Accept (read limits 1/1, no private data) and wait for the client's CompleteConnect. */
 nd_status nt_ep_accept(struct nt *t, struct nt_ep *e);
 /* Client: the first time, wait for the server's announcement and bind; then Connect to the

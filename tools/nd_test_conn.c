@@ -24,7 +24,7 @@ static void listen_closing_client(struct nt *t)
 {
     struct nt_ep e;
 
-    nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+    nt_ep_open_small(t, &e);
     nt_expect(t, "Connect to the closed listener", nt_ep_connect(t, &e, NULL, 0), ND_CONNECTION_REFUSED);
     nt_ctl_barrier(t);
     nt_ep_close(t, &e);
@@ -36,9 +36,8 @@ static void accept_refused_server(struct nt *t)
 {
     struct nt_ep e;
 
-    nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
-    nt_ep_listen(t, &e);
-    nt_ep_get_request(t, &e);
+    nt_ep_open_small(t, &e);
+    nt_ep_take(t, &e);
     nt_expect(t, "Accept", nt_ep_accept(t, &e), ND_CONNECTION_REFUSED);
     nt_ctl_barrier(t);
     nt_ep_close(t, &e);
@@ -49,7 +48,7 @@ static void conn_reject_client(struct nt *t)
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
     struct nt_ep e;
 
-    nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+    nt_ep_open_small(t, &e);
     nt_expect(t, "Connect", nt_ep_connect(t, &e, NULL, 0), ND_SUCCESS);
     nt_expect(t, "Reject after Connect completed", nd_connector_reject(e.conn, NULL, 0), ND_SUCCESS);
     nt_expect(t, "CompleteConnect after Reject", nt_wait(nd_connector_complete_connect(e.conn, &ov), &ov),
@@ -64,7 +63,7 @@ static void dual_connection_client(struct nt *t)
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
     struct nt_ep e;
 
-    nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+    nt_ep_open_small(t, &e);
     nt_expect(t, "Connect", nt_ep_connect(t, &e, NULL, 0), ND_SUCCESS);
     again.sin_addr = t->my_ip;
     again.sin_port = 0;
@@ -100,7 +99,7 @@ static void invalid_ip_client(struct nt *t)
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
     struct nt_ep e;
 
-    nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+    nt_ep_open_small(t, &e);
     local.sin_addr = t->my_ip;
     local.sin_port = 0;
     NT_SETUP(t, nd_connector_bind(e.conn, (struct sockaddr *)&local, sizeof(local)));
@@ -132,10 +131,9 @@ static void large_pdata_server(struct nt *t)
     uint8_t pd[1024], got[1024];
     struct nt_ep e;
 
-    nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+    nt_ep_open_small(t, &e);
     NT_SETUP(t, nt_post_recv(&e, NULL, 0, 0));
-    nt_ep_listen(t, &e);
-    nt_ep_get_request(t, &e);
+    nt_ep_take(t, &e);
     nt_expect(t, "GetPrivateData size probe", nd_connector_get_private_data(e.conn, NULL, &len), ND_BUFFER_OVERFLOW);
     nt_check(t, "the caller's private data is MaxCallerData bytes", len == t->info.max_caller_data, NULL);
     len = sizeof(got);
@@ -160,7 +158,7 @@ static void large_pdata_client(struct nt *t)
     uint8_t pd[1024], got[1024];
     struct nt_ep e;
 
-    nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+    nt_ep_open_small(t, &e);
     fill(pd, sizeof(pd), 1);
     nt_expect(t, "Connect with MaxCallerData + 1 bytes", nt_ep_connect(t, &e, pd, max + 1), ND_INVALID_BUFFER_SIZE);
     nt_expect(t, "Connect with MaxCallerData bytes", nt_ep_connect(t, &e, pd, max), ND_SUCCESS);
@@ -180,10 +178,9 @@ static void recv_conn_closed_server(struct nt *t)
 {
     struct nt_ep e;
 
-    nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+    nt_ep_open_small(t, &e);
     NT_SETUP(t, nt_post_recv(&e, (void *)0x77, 0, SMALL));
-    nt_ep_listen(t, &e);
-    nt_ep_get_request(t, &e);
+    nt_ep_take(t, &e);
     nt_expect(t, "Accept", nt_ep_accept(t, &e), ND_SUCCESS);
     nt_step("the flushed receive");
     nd_result r = nt_next(e.cq, 10000);
@@ -199,7 +196,7 @@ static void recv_conn_closed_client(struct nt *t)
 {
     struct nt_ep e;
 
-    nt_ep_open(t, &e, SMALL, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+    nt_ep_open_small(t, &e);
     nt_ep_connect_complete(t, &e);
     nt_ep_close(t, &e);     /* at once: closing a connected connector disconnects */
     nt_ctl_barrier(t);

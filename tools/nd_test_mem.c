@@ -84,8 +84,7 @@ static void access_initiator(struct nt *t, bool write, enum access_how how)
     nt_ep_open(t, &e, 2 * WINDOW, ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_RDMA_READ_SINK, 2, 4);
     fill(e.buf, 0, 2 * WINDOW, 0xEE);
     NT_SETUP(t, nt_post_recv(&e, NULL, 2 * WINDOW - 64, sizeof(w)));
-    nt_ep_listen(t, &e);
-    nt_ep_get_request(t, &e);
+    nt_ep_take(t, &e);
     NT_SETUP(t, nt_ep_accept(t, &e));
     wait_completion(t, &e, "receive the window's descriptor", ND_SUCCESS);
     memcpy(&w, e.buf + 2 * WINDOW - 64, sizeof(w));
@@ -171,8 +170,7 @@ static void mr_deregister_server(struct nt *t)
     struct nt_ep e;
 
     nt_ep_open(t, &e, 1 << 20, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 4);
-    nt_ep_listen(t, &e);
-    nt_ep_get_request(t, &e);
+    nt_ep_take(t, &e);
     NT_SETUP(t, nt_ep_accept(t, &e));
     NT_SETUP(t, nd_adapter_create_memory_window(t->adapter, &e.mw));
     NT_SETUP(t, nd_qp_bind(e.qp, NULL, e.mr, e.mw, e.buf, e.len, ND_OP_FLAG_ALLOW_READ));
@@ -191,7 +189,7 @@ static void connect_and_wait_client(struct nt *t)
 {
     struct nt_ep e;
 
-    nt_ep_open(t, &e, 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+    nt_ep_open_small(t, &e);
     nt_ep_connect_complete(t, &e);
     nt_ctl_barrier(t);
     nt_ep_close(t, &e);
@@ -238,7 +236,7 @@ static void send_no_receive_client(struct nt *t)
 {
     struct nt_ep e;
 
-    nt_ep_open(t, &e, 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+    nt_ep_open_small(t, &e);
     nt_ep_connect_complete(t, &e);
     NT_SETUP(t, nt_post_send(&e, NULL, 0, 64, 0));
     wait_completion(t, &e, "Send with no receive posted at the peer", ND_IO_TIMEOUT);
@@ -250,9 +248,8 @@ static void accept_then_wait_server(struct nt *t)
 {
     struct nt_ep e;
 
-    nt_ep_open(t, &e, 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
-    nt_ep_listen(t, &e);
-    nt_ep_get_request(t, &e);
+    nt_ep_open_small(t, &e);
+    nt_ep_take(t, &e);
     nt_expect(t, "Accept", nt_ep_accept(t, &e), ND_SUCCESS);
     nt_ctl_barrier(t);
     nt_ep_close(t, &e);
@@ -309,10 +306,9 @@ static void ndmval_server(struct nt *t)
 {
     struct nt_ep e;
 
-    nt_ep_open(t, &e, 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+    nt_ep_open_small(t, &e);
     NT_SETUP(t, nt_post_recv(&e, NULL, 0, 1023));
-    nt_ep_listen(t, &e);
-    nt_ep_get_request(t, &e);
+    nt_ep_take(t, &e);
     NT_SETUP(t, nt_ep_accept(t, &e));
     wait_completion(t, &e, "1023-byte receive of a 1024-byte Send", ND_DATA_OVERRUN);
     nt_ctl_barrier(t);
@@ -323,7 +319,7 @@ static void ndmval_client(struct nt *t)
 {
     struct nt_ep e;
 
-    nt_ep_open(t, &e, 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE, 1, 1);
+    nt_ep_open_small(t, &e);
     nt_ep_connect_complete(t, &e);
     NT_SETUP(t, nt_post_send(&e, NULL, 0, 1024, 0));
     nt_step("the 1024-byte Send");
@@ -417,8 +413,7 @@ static void ndmw_server(struct nt *t)
 
     nt_ep_open(t, &e, src + 4 * MW_BURST + 4096, ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_RDMA_READ_SINK, 2, 64);
     NT_SETUP(t, nt_post_recv(&e, NULL, 0, sizeof(w) + MW_HELLO));
-    nt_ep_listen(t, &e);
-    nt_ep_get_request(t, &e);
+    nt_ep_take(t, &e);
     NT_SETUP(t, nt_ep_accept(t, &e));
     wait_completion(t, &e, "receive the descriptor and 1 KiB", ND_SUCCESS);
     memcpy(&w, e.buf, sizeof(w));
