@@ -59,7 +59,8 @@ report() {
     echo
     echo "| | polling | blocking |"
     echo "|---|---|---|"
-    echo "| **netdirect shm** | $(med sys_p_nd_shm_8) | $(med sys_b_nd_shm_8) |"
+    echo "| **netdirect shm**, client (counted by nd_pingpong) | $(med sys_p_nd_shm_8) | $(med sys_b_nd_shm_8) |"
+    echo "| **netdirect shm**, server (whole process, perf stat) | $(med srv_p_nd_shm_8) | $(med srv_b_nd_shm_8) |"
     echo "| **netdirect iwarp** | $(med sys_p_nd_iwarp_8) | $(med sys_b_nd_iwarp_8) |"
     echo "| raw eventfd ping-pong | - | 2 (write + read) |"
     echo "| raw TCP | 2 + the empty polls | 2 (send + recv) |"
