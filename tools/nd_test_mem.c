@@ -42,7 +42,7 @@ static void wait_completion(struct nt *t, struct nt_ep *e, const char *step, nd_
 
 /* ---- remote access violations: the client owns a window, the server reaches into it ---- */
 
-enum access_how { INVALIDATED, OVER_RANGE, READ_ONLY_WINDOW };
+enum access_how { INVALIDATED, OVER_RANGE, READ_ONLY_WINDOW, BAD_TOKEN, DEREGISTERED };
 
 static void access_owner(struct nt *t, enum access_how how)
 {
@@ -53,16 +53,36 @@ static void access_owner(struct nt *t, enum access_how how)
     fill(e.buf, 0, DESC_OFF, 3);
     NT_SETUP(t, nt_post_recv(&e, (void *)0x51, DESC_OFF + 1024, 64));   /* catches the teardown */
     nt_ep_connect_complete(t, &e);
-    NT_SETUP(t, nd_adapter_create_memory_window(t->adapter, &e.mw));
-    NT_SETUP(t, nd_qp_bind(e.qp, NULL, e.mr, e.mw, e.buf, WINDOW, rights));
-    wait_completion(t, &e, "Bind", ND_SUCCESS);
-    struct nt_window w = { (uintptr_t)e.buf, WINDOW, nd_mw_get_remote_token(e.mw), 0 };
+    struct nt_window w = { (uintptr_t)e.buf, WINDOW, 0, 0 };
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
+    nd_mr *exposed = NULL;
+    if (how == DEREGISTERED) {
+        /* A region of its own over the window: its token goes out, then it is deregistered. */
+        NT_SETUP(t, nd_adapter_create_memory_region(t->adapter, t->port, &exposed));
+        NT_SETUP(t, nt_wait(nd_mr_register(exposed, e.buf, WINDOW, ND_MR_FLAG_ALLOW_REMOTE_READ |
+                                           ND_MR_FLAG_ALLOW_REMOTE_WRITE, &ov), &ov));
+        w.token = nd_mr_get_remote_token(exposed);
+    } else {
+        NT_SETUP(t, nd_adapter_create_memory_window(t->adapter, &e.mw));
+        NT_SETUP(t, nd_qp_bind(e.qp, NULL, e.mr, e.mw, e.buf, WINDOW, rights));
+        wait_completion(t, &e, "Bind", ND_SUCCESS);
+        w.token = nd_mw_get_remote_token(e.mw);
+    }
+    if (how == BAD_TOKEN) {
+        w.token ^= 0x5a5a0000u;         /* names nothing (and surely not our region) */
+        if (w.token == nd_mr_get_remote_token(e.mr))
+            w.token ^= 1u;
+    }
     memcpy(e.buf + DESC_OFF, &w, sizeof(w));
     NT_SETUP(t, nt_post_send(&e, NULL, DESC_OFF, sizeof(w), 0));
     wait_completion(t, &e, "Send the window's descriptor", ND_SUCCESS);
     if (how == INVALIDATED) {
         NT_SETUP(t, nd_qp_invalidate(e.qp, NULL, e.mw, 0));
         wait_completion(t, &e, "Invalidate", ND_SUCCESS);
+    }
+    if (exposed) {
+        nt_expect(t, "Deregister the exposed region", nt_wait(nd_mr_deregister(exposed, &ov), &ov), ND_SUCCESS);
+        nd_mr_close(exposed);
     }
     nt_ctl_send(t, NT_CTL_GO);
     nt_step("the flushed receive");
@@ -108,6 +128,10 @@ static void over_write_server(struct nt *t) { access_initiator(t, true, OVER_RAN
 static void over_client(struct nt *t) { access_owner(t, OVER_RANGE); }
 static void violation_server(struct nt *t) { access_initiator(t, true, READ_ONLY_WINDOW); }
 static void violation_client(struct nt *t) { access_owner(t, READ_ONLY_WINDOW); }
+static void bad_token_server(struct nt *t) { access_initiator(t, true, BAD_TOKEN); }
+static void bad_token_client(struct nt *t) { access_owner(t, BAD_TOKEN); }
+static void deregistered_server(struct nt *t) { access_initiator(t, true, DEREGISTERED); }
+static void deregistered_client(struct nt *t) { access_owner(t, DEREGISTERED); }
 
 /* ---- queue pairs and registrations ---- */
 
@@ -451,6 +475,10 @@ const struct nt_case nt_mem_cases[] = {
     { "NdOverRead", "Read one byte beyond the window: ND_ACCESS_VIOLATION", over_read_server, over_client },
     { "NdOverWrite", "Write one byte beyond the window: ND_ACCESS_VIOLATION", over_write_server, over_client },
     { "NdWriteViolation", "Write into a read-only window: ND_ACCESS_VIOLATION", violation_server, violation_client },
+    { "NdBadToken", "Write with a token that names nothing: ND_ACCESS_VIOLATION, nothing written",
+      bad_token_server, bad_token_client },
+    { "NdDeregisteredRegion", "Write into a region deregistered after its token went out: ND_ACCESS_VIOLATION",
+      deregistered_server, deregistered_client },
     { "NdLargeQPDepth", "CreateQueuePair with a depth over the maximum fails", large_qp_depth, NULL },
     { "NdQpMax", "CreateQueuePair with every maximum, and a Send of MaxInitiatorSge pieces",
       qp_max_side, qp_max_side },
