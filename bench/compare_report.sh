@@ -85,6 +85,7 @@ report() {
     echo "|---|---|---|"
     u=$(med conn_raw_unix)
     echo "| raw unix connect/accept/close, no data | $u | 1.00 |"
+    echo "| raw unix connect, 4 KiB each way, close | $(med conn_raw_unix4k) | $(ratio "$(med conn_raw_unix4k)" "$u") |"
     echo "| raw TCP connect/accept/close, no data | $(med conn_raw_tcp) | $(ratio "$(med conn_raw_tcp)" "$u") |"
     echo "| **netdirect nd_conn, shm, 1 thread** (QP + connect + 4 KiB each way + disconnect) | $(med conn_nd_shm1) | $(ratio "$(med conn_nd_shm1)" "$u") |"
     echo "| **netdirect nd_conn, shm, 2 threads** | $(med conn_nd_shm2) | $(ratio "$(med conn_nd_shm2)" "$u") |"

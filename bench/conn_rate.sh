@@ -30,9 +30,10 @@ for r in $(seq "$RUNS"); do
     nd_conn shm 2 >> "$tmp/shm2"
     nd_conn iwarp 1 >> "$tmp/iw1"
     "$build/bench/raw_conn_rate" unix "$SECONDS_EACH" --json >> "$tmp/unix"
+    "$build/bench/raw_conn_rate" unix "$SECONDS_EACH" --json --data 4096 >> "$tmp/unix4k"
     "$build/bench/raw_conn_rate" tcp "$SECONDS_EACH" --json >> "$tmp/tcp"
 done
-for f in shm1 shm2 iw1 unix tcp; do
+for f in shm1 shm2 iw1 unix unix4k tcp; do
     eval "$f=\$(field per_second < \"$tmp/$f\" | median)"
 done
 echo "## Connection set-up ($(date -u +%Y-%m-%d), $(nproc) CPUs, medians of $RUNS runs of ${SECONDS_EACH} s)"
@@ -40,6 +41,7 @@ echo
 echo "| | connections/s | raw unix / this |"
 echo "|---|---|---|"
 echo "| raw unix connect/accept/close (no data) | $unix | 1.00 |"
+echo "| raw unix connect, 4 KiB each way, close | $unix4k | $(ratio "$unix" "$unix4k") |"
 echo "| raw TCP connect/accept/close (no data) | $tcp | $(ratio "$unix" "$tcp") |"
 echo "| **netdirect nd_conn, shm, 1 thread** (full life, 4 KiB each way) | **$shm1** | $(ratio "$unix" "$shm1") |"
 echo "| **netdirect nd_conn, shm, 2 threads** | **$shm2** | $(ratio "$unix" "$shm2") |"

@@ -2,8 +2,9 @@
 /*
  * raw_conn_rate: the socket floor for connection set-up on this host. A forked server
  * accepts and closes; the client connects, waits for the server's close, closes: one
- * connection at a time, as nd_conn runs.
- *   raw_conn_rate unix|tcp [seconds] [--json]
+ * connection at a time, as nd_conn runs. --data N: the client sends N bytes, the server
+ * answers N bytes, then both close (nd_conn moves 4 KiB each way).
+ *   raw_conn_rate unix|tcp [seconds] [--json] [--data N]
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,6 +19,21 @@
 #include <time.h>
 #include <unistd.h>
 
+static char buf[1 << 20];
+
+/* All of @n bytes, or -1. */
+static int full(int fd, size_t n, int out)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t r = out ? write(fd, buf + done, n - done) : read(fd, buf + done, n - done);
+
+        if (r <= 0)
+            return -1;
+        done += (size_t)r;
+    }
+    return 0;
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -28,8 +44,18 @@ static double now(void)
 
 int main(int argc, char **argv)
 {
-    int tcp = argc > 1 && !strcmp(argv[1], "tcp"), json = argc > 3 && !strcmp(argv[3], "--json");
+    int tcp = argc > 1 && !strcmp(argv[1], "tcp"), json = 0;
     double seconds = argc > 2 ? atof(argv[2]) : 2;
+    size_t data = 0;
+
+    for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "--data") && i + 1 < argc)
+            data = (size_t)atol(argv[++i]);
+    }
+    if (data > sizeof(buf))
+        return 2;
     struct sockaddr_storage ss;
     socklen_t len;
     int lfd;
@@ -58,6 +84,8 @@ int main(int argc, char **argv)
         for (;;) {
             int fd = accept(lfd, NULL, NULL);
 
+            if (fd >= 0 && data && full(fd, data, 0) == 0)
+                full(fd, data, 1);
             if (fd >= 0)
                 close(fd);
         }
@@ -71,6 +99,8 @@ int main(int argc, char **argv)
 
         if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0)
             return 1;
+        if (data && (full(fd, data, 1) < 0 || full(fd, data, 0) < 0))
+            return 1;
         if (read(fd, &c, 1) != 0)    /* the server closed: the connection's whole life is done */
             return 1;
         close(fd);
@@ -79,8 +109,8 @@ int main(int argc, char **argv)
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     if (json)
-        printf("{\"kind\":\"%s\",\"connections\":%lu,\"seconds\":%.3f,\"per_second\":%.0f}\n", tcp ? "tcp" : "unix", n, t,
-               n / t);
+        printf("{\"kind\":\"%s\",\"data\":%zu,\"connections\":%lu,\"seconds\":%.3f,\"per_second\":%.0f}\n",
+               tcp ? "tcp" : "unix", data, n, t, n / t);
     else
         printf("raw %s connect/accept/close: %lu in %.2f s: %.0f/s\n", tcp ? "tcp" : "unix", n, t, n / t);
     return 0;
