@@ -10,6 +10,7 @@
  */
 #include "core/qp_int.h"
 #include "transports/iwarp/iwarp.h"
+#include "fuzz_input.h"
 
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -26,25 +27,6 @@ static nd_cq *cq;
 static nd_mr *mr;
 static uint8_t *mem;                /* GUARD | REGION | GUARD */
 static uint32_t rtoken, ltoken;
-
-struct input {
-    const uint8_t *p;
-    size_t left;
-};
-
-static uint32_t take(struct input *in, unsigned bytes)
-{
-    uint32_t v = 0;
-
-    while (bytes--) {
-        v = v << 8 | (in->left ? *in->p : 0);
-        if (in->left) {
-            in->p++;
-            in->left--;
-        }
-    }
-    return v;
-}
 
 static void setup(void)
 {

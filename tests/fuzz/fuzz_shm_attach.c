@@ -12,6 +12,7 @@
 #include "core/qp_int.h"
 #include "core/srq_int.h"
 #include "transports/shm/shm.h"
+#include "fuzz_input.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -25,25 +26,6 @@
 static nd_adapter *adapter;
 static nd_port *port;
 static nd_cq *cq;
-
-struct input {
-    const uint8_t *p;
-    size_t left;
-};
-
-static uint32_t take(struct input *in, unsigned bytes)
-{
-    uint32_t v = 0;
-
-    while (bytes--) {
-        v = v << 8 | (in->left ? *in->p : 0);
-        if (in->left) {
-            in->p++;
-            in->left--;
-        }
-    }
-    return v;
-}
 
 static int open_fds(void)
 {
