@@ -40,7 +40,7 @@ static inline uint64_t t_now_ms(void)
 
 static inline void t_side_open(struct t_side *s, size_t len, uint32_t depth, uint32_t nsge)
 {
-    nd_overlapped ov = { 0 };
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
 
     memset(s, 0, sizeof(*s));
     s->a = t_open_loopback();
@@ -74,6 +74,7 @@ static inline void t_side_close(struct t_side *s)
 }
 
 /* Wait for @ov by the route ND's blocking tools use: GetOverlappedResult(wait). */
+/* Waited for here, so NO_PORT: completions queued on a port nobody dequeues pile up. */
 static inline nd_status t_wait(nd_status st, nd_overlapped *ov)
 {
     return st == ND_PENDING ? nd_get_overlapped_result(ov, 1) : st;
@@ -93,7 +94,7 @@ static inline uint16_t t_listen(struct t_side *s)
 
 static inline void t_accept(struct t_side *s, uint32_t ird, const void *pdata, uint32_t plen)
 {
-    nd_overlapped ov = { 0 };
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
 
     CHECK_ST(t_wait(nd_listener_get_connection_request(s->l, s->c, &ov), &ov), ND_SUCCESS);
     CHECK_ST(t_wait(nd_connector_accept(s->c, s->qp, ird, ird, pdata, plen, &ov), &ov), ND_SUCCESS);
@@ -102,7 +103,7 @@ static inline void t_accept(struct t_side *s, uint32_t ird, const void *pdata, u
 static inline void t_connect(struct t_side *s, uint16_t port, void *pdata, uint32_t *plen)
 {
     struct sockaddr_in local = t_ipv4(t_my_ip(), 0), dest = t_ipv4(t_peer_ip(), port);
-    nd_overlapped ov = { 0 };
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
 
     CHECK_ST(nd_connector_bind(s->c, (struct sockaddr *)&local, sizeof(local)), ND_SUCCESS);
     CHECK_ST(t_wait(nd_connector_connect(s->c, s->qp, (struct sockaddr *)&dest, sizeof(dest), 8, 8, NULL, 0, &ov),

@@ -135,7 +135,7 @@ struct worker {
 /* A worker's own port, CQ and registered buffer, on the shared adapter. */
 static void worker_open(struct tool_ep *e, nd_adapter *a)
 {
-    nd_overlapped ov = { 0 };
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
 
     e->adapter = a;
     TOOL_CHECK(nd_adapter_create_overlapped_file(a, &e->port));

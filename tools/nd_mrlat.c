@@ -55,7 +55,7 @@ int main(int argc, char **argv)
         double reg = 0, dereg = 0;
 
         for (uint32_t i = 0; i < n; i++) {
-            nd_overlapped ov = { 0 };
+            nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
             double t0 = tool_now_us();
 
             TOOL_CHECK(tool_wait(nd_mr_register(mr, buf, s, ND_MR_FLAG_ALLOW_LOCAL_WRITE |

@@ -154,6 +154,8 @@ static inline double tool_cpu_us(void)
     return ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec + ru.ru_stime.tv_sec * 1e6 + ru.ru_stime.tv_usec;
 }
 
+/* Requests the tools wait for with nd_get_overlapped_result carry ND_OV_FLAG_NO_PORT:
+ * nobody dequeues the port, and completions queued there would pile up for good. */
 static inline nd_status tool_wait(nd_status st, nd_overlapped *ov)
 {
     return st == ND_PENDING ? nd_get_overlapped_result(ov, 1) : st;
@@ -165,7 +167,7 @@ static inline void tool_open(struct tool_ep *e, const struct sockaddr_in *local,
 {
     nd_adapter_info info = { .info_version = ND_VERSION_2 };
     uint32_t size = sizeof(info);
-    nd_overlapped ov = { 0 };
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
 
     struct sockaddr_in src = *local;
 
@@ -194,7 +196,7 @@ static inline void tool_open(struct tool_ep *e, const struct sockaddr_in *local,
 
 static inline void tool_close(struct tool_ep *e)
 {
-    nd_overlapped ov = { 0 };
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
 
     nd_connector_disconnect(e->conn, &ov);
     nd_connector_close(e->conn);
@@ -212,7 +214,7 @@ static inline void tool_close(struct tool_ep *e)
 static inline void tool_accept_pd(struct tool_ep *e, const struct sockaddr_in *addr, const void *pdata, uint32_t plen,
                                   void *in, uint32_t *in_len)
 {
-    nd_overlapped ov = { 0 };
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
 
     TOOL_CHECK(nd_adapter_create_listener(e->adapter, e->port, &e->listener));
     TOOL_CHECK(nd_listener_bind(e->listener, (const struct sockaddr *)addr, sizeof(*addr)));
@@ -235,7 +237,7 @@ static inline void tool_connect_pd(struct tool_ep *e, const struct sockaddr_in *
                                    void *pdata, uint32_t *plen)
 {
     struct sockaddr_in local;
-    nd_overlapped ov = { 0 };
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
     nd_status st;
 
     if (!tool_local_addr(dest, &local))

@@ -1,0 +1,37 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The long forms of the hardening tests that CI runs shortened. Each prints its figures.
+#   tests/long/run.sh [build-dir] [fuzz seconds per target]
+# (the fuzz targets need the ASan+fuzz build: ./test.sh makes it in build-ci/asan)
+set -u
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+fuzz_seconds=${2:-600}
+fail=0
+run() {
+    echo "== $*"
+    env "$@"
+    case $? in
+    0) ;;
+    77) echo "skipped here: $*" ;;
+    *) echo "FAILED: $*"; fail=1 ;;
+    esac
+}
+for tr in shm iwarp; do
+    run ND_TRANSPORT=$tr ND_SOAK_MESSAGES=1000000 "$build/tests/test_soak"
+    run ND_TRANSPORT=$tr ND_TEST_HELD=10000 "$build/tests/test_many_conns"
+    run ND_TRANSPORT=$tr ND_TEST_CONNS=100000 "$build/tests/test_conn_leak"
+    run ND_TRANSPORT=$tr "$build/tests/test_kill_points"
+done
+for f in build-ci/asan/tests/fuzz/fuzz_*; do
+    [ -x "$f" ] || continue
+    name=$(basename "$f")
+    work=$(mktemp -d)
+    cp tests/fuzz/corpus/"$name"/* "$work"/ 2> /dev/null
+    echo "== $name for $fuzz_seconds s"
+    ND_LOG=none "$f" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$work" 2>&1 |
+        grep -E "stat::number_of_executed_units|ERROR|SUMMARY" || true
+    ND_LOG=none "$f" -runs=0 "$work" > /dev/null 2>&1 || { echo "FAILED: $name crashed"; fail=1; }
+    rm -rf "$work"
+done
+exit $fail
