@@ -80,6 +80,10 @@ int iw_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t 
             ((struct sockaddr_in *)&from)->sin_port = 0;
         else
             ((struct sockaddr_in6 *)&from)->sin6_port = 0;
+        /* The port is picked at connect(), by the 4-tuple: it may reuse a port whose last
+         * connection sits in TIME_WAIT, where bind() to port 0 would scan past every one. */
+        int one = 1;
+        setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
         bind(fd, (struct sockaddr *)&from, nd_sockaddr_len((struct sockaddr *)&from));
     }
     if (connect(fd, dest, nd_sockaddr_len(dest)) == 0)
