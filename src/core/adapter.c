@@ -223,7 +223,7 @@ const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, int fd)
     struct stat st;
 
     /* The mapping keeps the peer's memfd alive, so its inode cannot be reused under us. */
-    if (!nd_memfd_mappable(fd, ND_ADAPTER_REGION_BYTES) || fstat(fd, &st) < 0)
+    if (!nd_memfd_mappable(fd, ND_ADAPTER_REGION_BYTES, &st))
         return NULL;
     pthread_mutex_lock(&a->lock);
     for (uint32_t i = 0; i < a->npeers && !map; i++)

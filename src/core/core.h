@@ -155,6 +155,7 @@ int nd_futex_wait(uint32_t *word, uint32_t expect, int timeout_ms);
 int nd_futex_wake(uint32_t *word, int n);
 uint64_t nd_now_ns(void);
 int nd_memfd_sealed(const char *name, size_t size);
-bool nd_memfd_mappable(int fd, size_t size);
+struct stat;
+bool nd_memfd_mappable(int fd, size_t size, struct stat *st);
 
 #endif

@@ -222,7 +222,6 @@ static void close_endpoints(struct nd_listener *l)
     l->nep = 0;
 }
 
-/* Listen with every enabled transport: shm's rendezvous and iwarp's TCP port. */
 /*
  * The reservation socket holds the port against other listeners only once it listens (it
  * is bound with SO_REUSEADDR, which lets a second bound-only socket share the port). When
@@ -242,6 +241,7 @@ static nd_status hold_port(struct nd_listener *l)
     return errno == EADDRINUSE ? STATUS_ADDRESS_ALREADY_ASSOCIATED : ND_INSUFFICIENT_RESOURCES;
 }
 
+/* Listen with every enabled transport: shm's rendezvous and iwarp's TCP port. */
 static nd_status open_endpoints(struct nd_listener *l, uint32_t backlog)
 {
     for (const struct nd_transport_ops *const *t = nd_transports; *t; t++) {

@@ -101,12 +101,11 @@ static nd_status post_rdma(nd_qp *qp, uint8_t type, void *ctx, const nd_sge *sge
 {
     struct nd_wr wr = { .type = type, .flags = flags, .sge = sge, .nsge = nsge,
                         .remote_addr = raddr, .remote_token = rtoken };
-    uint32_t max_sge;
     nd_status st;
 
     if (!nd_qp_valid(qp))
         return ND_INVALID_HANDLE;
-    max_sge = type == ND_REQUEST_TYPE_READ ? nd_limits.max_read_sge : qp->iq_sge;
+    uint32_t max_sge = type == ND_REQUEST_TYPE_READ ? nd_limits.max_read_sge : qp->iq_sge;
     if (flags & ~allowed)
         return ND_INVALID_PARAMETER_6;
     if (max_sge > qp->iq_sge)

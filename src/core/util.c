@@ -46,13 +46,13 @@ int nd_memfd_sealed(const char *name, size_t size)
     return fd;
 }
 
-/* A peer's memfd we may map: sealed against shrinking and at least @size bytes long. */
-bool nd_memfd_mappable(int fd, size_t size)
+/* A peer's memfd we may map: sealed against shrinking and at least @size bytes long. Its
+ * stat goes to @st for callers that identify the file too. */
+bool nd_memfd_mappable(int fd, size_t size, struct stat *st)
 {
-    struct stat st;
     int seals = fcntl(fd, F_GET_SEALS);
 
-    return seals >= 0 && (seals & F_SEAL_SHRINK) && fstat(fd, &st) == 0 && (size_t)st.st_size >= size;
+    return seals >= 0 && (seals & F_SEAL_SHRINK) && fstat(fd, st) == 0 && (size_t)st->st_size >= size;
 }
 
 uint64_t nd_now_ns(void)

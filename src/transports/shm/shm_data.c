@@ -455,9 +455,10 @@ const struct nd_transport_ops shm_transport = {
 
 static void *map_fd(int fd, size_t size, int prot)
 {
+    struct stat st;
     void *p;
 
-    if (!nd_memfd_mappable(fd, size))
+    if (!nd_memfd_mappable(fd, size, &st))
         return NULL;
     p = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
     return p == MAP_FAILED ? NULL : p;
