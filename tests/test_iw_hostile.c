@@ -12,9 +12,11 @@
 
 #include <netinet/tcp.h>
 
-enum scenario { GARBAGE, SHORT_ULPDU, BAD_OPCODE, BAD_STAG, BAD_CRC, TRUNCATED, STOPS_READING, NCASES };
+enum scenario { GARBAGE, SHORT_ULPDU, BAD_OPCODE, BAD_STAG, BAD_CRC, TRUNCATED, STOPS_READING, RESET, NCASES };
 static const char *const names[] = { "garbage", "short-ulpdu", "unknown-opcode", "bad-stag", "bad-crc", "truncated",
-                                     "stops-reading" };
+                                     "stops-reading", "tcp-reset" };
+
+#define CM_TIMEOUT_MS 1000          /* ND_CM_TIMEOUT_MS for this test */
 
 static int dial(uint16_t port)
 {
@@ -130,6 +132,7 @@ static void hostile_peer(uint16_t port, enum scenario scen, int go_rd)
         n = 10;
         break;
     case STOPS_READING:
+    case RESET:
         h.tagged = true;            /* a zero-length Write (an RTR): the connection is up */
         h.opcode = IW_OP_WRITE;
         h.stag = 1;
@@ -138,8 +141,18 @@ static void hostile_peer(uint16_t port, enum scenario scen, int go_rd)
     default:
         exit(1);
     }
+    if (scen == STOPS_READING) {
+        int small = 4096;           /* a window that closes after a few KiB */
+
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    }
     CHECK(write(fd, frame, n) == (ssize_t)n);
-    if (scen == TRUNCATED) {
+    if (scen == RESET) {
+        struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+        CHECK(read(go_rd, &c, 1) == 1);     /* the connection is up: now reset it */
+        CHECK(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0);
+    } else if (scen == TRUNCATED) {
         shutdown(fd, SHUT_WR);
     } else if (scen == STOPS_READING) {
         CHECK(read(go_rd, &c, 1) == 1);     /* never read the socket; wait to be told */
@@ -174,6 +187,8 @@ static void run_case(enum scenario scen)
     close(go[0]);
     CHECK_ST(t_wait(nd_listener_get_connection_request(s.l, s.c, &ov), &ov), ND_SUCCESS);
     CHECK_ST(t_wait(nd_connector_accept(s.c, s.qp, 8, 8, NULL, 0, &ov), &ov), ND_SUCCESS);
+    if (scen == RESET)
+        CHECK(write(go[1], "r", 1) == 1);
     uint64_t t0 = t_now_ms();
     uint32_t want = 1;
     if (scen == STOPS_READING) {
@@ -203,13 +218,130 @@ static void run_case(enum scenario scen)
     printf("%-16s flushed after %4llu ms\n", names[scen], (unsigned long long)ms);
 }
 
+/* Block until the peer closes @fd (EOF or reset); the milliseconds it took. */
+static uint64_t ms_until_closed(int fd, uint64_t t0)
+{
+    uint8_t buf[256];
+
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+    return t_now_ms() - t0;
+}
+
+/*
+ * Two connections that never complete their MPA request (one says nothing, one sends half
+ * a header) must neither stall the listener nor stay forever: a good client connecting
+ * after them is accepted at once, and both are closed after ND_CM_TIMEOUT_MS.
+ */
+static void silent_dialers(void)
+{
+    static const uint8_t half_request[10] = "MPA ID Req";
+    struct t_side s, g;
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
+    int ready[2], report[2], go[2];
+    uint64_t ms[2];
+    char c;
+
+    t_side_open(&s, 4096, 4, 1);
+    uint16_t port = t_listen(&s);
+    CHECK(pipe(ready) == 0 && pipe(report) == 0 && pipe(go) == 0);
+    pid_t silent = fork();
+    CHECK(silent >= 0);
+    if (silent == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int quiet = dial(port), half = dial(port);
+        uint64_t t0 = t_now_ms();
+
+        CHECK(write(half, half_request, sizeof(half_request)) == (ssize_t)sizeof(half_request));
+        CHECK(write(ready[1], "c", 1) == 1);
+        ms[0] = ms_until_closed(quiet, t0);
+        ms[1] = ms_until_closed(half, t0);
+        CHECK(write(report[1], ms, sizeof(ms)) == (ssize_t)sizeof(ms));
+        _exit(0);
+    }
+    CHECK(read(ready[0], &c, 1) == 1);
+    CHECK_ST(nd_listener_get_connection_request(s.l, s.c, &ov), ND_PENDING);
+    pid_t good = fork();
+    CHECK(good >= 0);
+    if (good == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        t_side_open(&g, 4096, 4, 1);
+        t_connect(&g, port, NULL, NULL);
+        CHECK(read(go[0], &c, 1) == 1);
+        t_side_close(&g);
+        _exit(0);
+    }
+    CHECK_ST(t_wait(ND_PENDING, &ov), ND_SUCCESS);
+    CHECK_ST(t_wait(nd_connector_accept(s.c, s.qp, 0, 0, NULL, 0, &ov), &ov), ND_SUCCESS);
+    /* The silent two are still connected: the good one did not wait for their deadline. */
+    CHECK(poll(&(struct pollfd){ .fd = report[0], .events = POLLIN }, 1, 0) == 0);
+    CHECK(write(go[1], "g", 1) == 1);
+    t_expect_child_ok(good);
+    /* The port's ticks end them, whoever waits on it. */
+    for (uint64_t end = t_now_ms() + 10 * CM_TIMEOUT_MS;
+         poll(&(struct pollfd){ .fd = report[0], .events = POLLIN }, 1, 0) == 0;) {
+        nd_overlapped *done;
+
+        CHECK(t_now_ms() < end);
+        CHECK(nd_port_wait(s.port, 50, &done) == ND_TIMEOUT);
+    }
+    CHECK(read(report[0], ms, sizeof(ms)) == (ssize_t)sizeof(ms));
+    t_expect_child_ok(silent);
+    CHECK(ms[0] >= CM_TIMEOUT_MS - 50 && ms[1] >= CM_TIMEOUT_MS - 50);
+    t_side_close(&s);
+    printf("%-16s a good client got through; the silent and the half request closed after %llu / %llu ms\n",
+           "mpa-never-sent", (unsigned long long)ms[0], (unsigned long long)ms[1]);
+    close(ready[0]), close(ready[1]), close(report[0]), close(report[1]), close(go[0]), close(go[1]);
+}
+
+/* A listener that takes the TCP connection and our MPA request but never replies: the
+ * Connect completes ND_IO_TIMEOUT after ND_CM_TIMEOUT_MS. */
+static void mute_responder(void)
+{
+    struct sockaddr_in sin = t_ipv4(t_my_ip(), 0), local = t_ipv4(t_my_ip(), 0);
+    socklen_t len = sizeof(sin);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), go[2];
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
+    struct t_side s;
+    char c;
+
+    CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) == 0 && listen(lfd, 4) == 0);
+    CHECK(getsockname(lfd, (struct sockaddr *)&sin, &len) == 0 && pipe(go) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int fd = accept(lfd, NULL, NULL);
+        uint8_t req[MPA_FRAME_HDR];
+
+        read_exact(fd, req, sizeof(req));       /* the request's header: then silence */
+        CHECK(read(go[0], &c, 1) == 1);
+        _exit(0);
+    }
+    t_side_open(&s, 4096, 4, 1);
+    CHECK_ST(nd_connector_bind(s.c, (struct sockaddr *)&local, sizeof(local)), ND_SUCCESS);
+    uint64_t t0 = t_now_ms();
+    CHECK_ST(t_wait(nd_connector_connect(s.c, s.qp, (struct sockaddr *)&sin, sizeof(sin), 0, 0, NULL, 0, &ov), &ov),
+             ND_IO_TIMEOUT);
+    uint64_t ms = t_now_ms() - t0;
+    CHECK(ms >= CM_TIMEOUT_MS - 50);
+    CHECK(write(go[1], "g", 1) == 1);
+    t_expect_child_ok(pid);
+    t_side_close(&s);
+    close(lfd), close(go[0]), close(go[1]);
+    printf("%-16s Connect completed ND_IO_TIMEOUT after %llu ms\n", "mpa-no-reply", (unsigned long long)ms);
+}
+
 int main(void)
 {
     /* Forced: the hostile peer speaks iWARP, and the timeout is short for the test. */
     setenv("ND_TRANSPORT", "iwarp", 1);
     setenv("ND_IWARP_TIMEOUT_MS", "1000", 1);
+    setenv("ND_CM_TIMEOUT_MS", "1000", 1);
     signal(SIGPIPE, SIG_IGN);
     for (int scen = 0; scen < NCASES; scen++)
         run_case((enum scenario)scen);
+    silent_dialers();
+    mute_responder();
     return 0;
 }

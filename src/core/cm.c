@@ -5,6 +5,7 @@
  * replies, disconnects and a peer's death arrive without any thread of ours.
  */
 #include "cm_int.h"
+#include "env.h"
 #include "log.h"
 
 #include <errno.h>
@@ -300,8 +301,62 @@ static uint16_t expected_msg(const struct nd_connector *c)
     return c->state == ND_CS_CONNECTING ? ND_CM_REP : c->state == ND_CS_ACCEPTING ? ND_CM_RTU : 0;
 }
 
-/* Read whatever the peer sent (connector lock held). */
+/*
+ * The handshake states wait on the peer: CONNECTING for its reply, ACCEPTING for its RTU
+ * (CompleteConnect). A peer that never answers must not hold the request forever, so each
+ * runs against ND_CM_TIMEOUT_MS; the port ticks its sources while any deadline runs.
+ */
+static bool awaits_peer(const struct nd_connector *c)
+{
+    return c->state == ND_CS_CONNECTING || c->state == ND_CS_ACCEPTING;
+}
+
+static void deadline_start(struct nd_connector *c)
+{
+    c->deadline_ns = nd_now_ns() + (uint64_t)nd_env_ms(ND_KNOB_CM_TIMEOUT) * 1000000;
+    if (!c->timed)
+        nd_port_timed(c->ov.port, 1);
+    c->timed = true;
+}
+
+static void deadline_stop(struct nd_connector *c)
+{
+    if (c->timed)
+        nd_port_timed(c->ov.port, -1);
+    c->timed = false;
+}
+
+static void disconnect_locked(struct nd_connector *c, struct nd_ovbatch *b);
+
+static void on_timeout(struct nd_connector *c, struct nd_ovbatch *b)
+{
+    nd_log(ND_LOG_INFO, ND_SUB_CM, "connector %p: the peer left the handshake unanswered", (void *)c);
+    if (c->state == ND_CS_CONNECTING) {
+        close_sock(c);
+        c->state = ND_CS_BOUND;         /* a timed-out Connect may be retried */
+        nd_qp_unref(c->qp);
+        c->qp = NULL;
+        finish_kind(c, ND_CR_CONNECT, ND_IO_TIMEOUT, b);
+    } else {
+        /* The QP may be attached already (shm attaches at Accept): tell the peer. */
+        disconnect_locked(c, b);
+        finish_kind(c, ND_CR_ACCEPT, ND_IO_TIMEOUT, b);
+    }
+}
+
+static void connector_read(struct nd_connector *c, struct nd_ovbatch *b);
+
+/* Read whatever the peer sent, then check the handshake's deadline (connector lock held). */
 static void connector_pump(struct nd_connector *c, struct nd_ovbatch *b)
+{
+    connector_read(c, b);
+    if (c->timed && awaits_peer(c) && nd_now_ns() >= c->deadline_ns)
+        on_timeout(c, b);
+    if (c->timed && !awaits_peer(c))
+        deadline_stop(c);
+}
+
+static void connector_read(struct nd_connector *c, struct nd_ovbatch *b)
 {
     struct nd_cm_msg m;
 
@@ -485,6 +540,7 @@ ND_API nd_status nd_connector_connect(nd_connector *c, nd_qp *qp, const struct s
         nd_qp_ref(qp);
         c->qp = qp;
         c->state = ND_CS_CONNECTING;
+        deadline_start(c);
         c->have_msg = false;
         nd_ov_start(&c->ov, ov);
         ov->internal_reserved = ND_CR_CONNECT;
@@ -585,6 +641,7 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
             c->qp = qp;
             c->have_msg = false;
             c->state = ND_CS_ACCEPTING;
+            deadline_start(c);
             nd_ov_start(&c->ov, ov);
             ov->internal_reserved = ND_CR_ACCEPT;
             st = ND_PENDING;
@@ -765,6 +822,7 @@ static void disconnect_locked(struct nd_connector *c, struct nd_ovbatch *b)
         nd_qp_fail(c->qp, ND_CANCELED);
     finish_kind(c, ND_CR_NOTIFY_DISC, STATUS_CONNECTION_DISCONNECTED, b);
     close_sock(c);
+    deadline_stop(c);
     c->state = ND_CS_DISCONNECTED;
 }
 
@@ -800,6 +858,7 @@ ND_API nd_status nd_connector_cancel_overlapped_requests(nd_connector *c)
         next = nd_ov_next(ov);
         if (ov->internal_reserved == ND_CR_CONNECT && c->state == ND_CS_CONNECTING) {
             close_sock(c);
+            deadline_stop(c);
             c->state = ND_CS_BOUND;
             nd_qp_unref(c->qp);
             c->qp = NULL;
@@ -865,6 +924,7 @@ ND_API nd_status nd_connector_close(nd_connector *c)
             c->wire->cm_send(c->sock, &rej, NULL);
     }
     close_sock(c);
+    deadline_stop(c);
     c->magic = ND_MAGIC_DEAD;
     pthread_mutex_unlock(&c->lock);
     nd_port_deliver(&b);

@@ -31,6 +31,8 @@ struct nd_connector {
     struct nd_qp *qp;
     struct nd_cm_msg msg;             /* the peer's REQ, REP or REJ */
     bool have_msg, aborted;
+    bool timed;                     /* counted in the port's timed sources: the deadline runs */
+    uint64_t deadline_ns;           /* CONNECTING, ACCEPTING: the peer must answer by then */
     uint32_t ird, ord;              /* negotiated, our point of view */
 };
 

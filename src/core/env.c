@@ -18,6 +18,10 @@ static const struct {
     [ND_KNOB_IW_TIMEOUT] = { "ND_IWARP_TIMEOUT_MS", "10000",
                              "an iWARP peer that acknowledges nothing (TCP) or answers no Read (placement) for "
                              "this long: the oldest request completes ND_IO_TIMEOUT, the rest flush" },
+    [ND_KNOB_CM_TIMEOUT] = { "ND_CM_TIMEOUT_MS", "10000",
+                             "a connection handshake the peer leaves unanswered this long (no reply to a "
+                             "Connect, no CompleteConnect after an Accept, no request from a new connection): "
+                             "Connect or Accept completes ND_IO_TIMEOUT" },
 };
 
 const char *nd_env(enum nd_knob knob)
@@ -25,6 +29,13 @@ const char *nd_env(enum nd_knob knob)
     const char *v = getenv(knobs[knob].name);
 
     return v && *v ? v : knobs[knob].default_value;
+}
+
+uint32_t nd_env_ms(enum nd_knob knob)
+{
+    long v = strtol(nd_env(knob), NULL, 10);
+
+    return v >= 100 && v <= 3600000 ? (uint32_t)v : (uint32_t)strtol(knobs[knob].default_value, NULL, 10);
 }
 
 ND_API uint32_t nd_config_count(void)

@@ -4,12 +4,14 @@
  * and hand each incoming request to the oldest pending GetConnectionRequest (FIFO).
  */
 #include "cm_int.h"
+#include "env.h"
 #include "log.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 enum { LS_IDLE, LS_BOUND, LS_LISTENING };
@@ -19,6 +21,8 @@ struct incoming {
     int sock;
     pid_t pid;
     struct nd_cm_msg req;
+    uint64_t deadline_ns;           /* waiting for the REQ: give up then */
+    uint32_t source;                /* waiting: the port watches sock as this source */
 };
 
 struct gcr {
@@ -41,13 +45,16 @@ struct nd_listener {
     } ep[4];
     uint32_t nep;
     uint32_t backlog;
-    struct incoming *in;
+    struct incoming *in;            /* requests read, oldest first */
     uint32_t nin, capin;
+    struct incoming *wait;          /* connections whose REQ has not come yet */
+    uint32_t nwait, capwait;
     struct gcr *g;
     uint32_t ng, capg;
 };
 
 static void listener_wait(struct nd_ovobj *obj, nd_overlapped *ov);
+static void listener_on_signal(void *obj, struct nd_ovbatch *b);
 static const struct nd_ovobj_ops listener_ov_ops = { .wait = listener_wait };
 
 static bool listener_valid(const struct nd_listener *l)
@@ -106,26 +113,82 @@ static void reject_and_close(const struct nd_transport_ops *wire, int sock)
     close(sock);
 }
 
-/* Read the REQ an accepted connection carries; the dialer sends it right after connect.
- * Bounded: a peer that connects and says nothing costs at most REQ_WAIT_MS. */
-#define REQ_WAIT_MS 1000
-static bool read_request(struct incoming *in)
+/*
+ * An accepted connection must send its REQ first; the dialer sends it right after the
+ * connect, so it is usually there already. One that is not waits in l->wait, its socket
+ * watched by the port, until the REQ comes or ND_CM_TIMEOUT_MS passes: a peer that
+ * connects and says nothing costs one descriptor for a while, never a stalled listener.
+ */
+#define WAIT_MAX 256u               /* silent connections kept at once; the oldest goes first */
+#define REQ_GRACE_MS 1              /* how long accepting waits for a REQ before deferring it */
+
+static void queue_request(struct nd_listener *l, struct incoming *in)
 {
-    struct pollfd pfd = { .fd = in->sock, .events = POLLIN };
-    uint64_t deadline = nd_now_ns() + REQ_WAIT_MS * 1000000ull;
+    if ((l->backlog && l->nin >= l->backlog) ||
+        (l->nin == l->capin && !(l->in = realloc(l->in, (l->capin = l->capin * 2 + 8) * sizeof(*l->in))))) {
+        nd_cm_msg_close_fds(&in->req);
+        reject_and_close(in->wire, in->sock);     /* over the backlog: ND_CONNECTION_REFUSED at the peer */
+        return;
+    }
+    l->in[l->nin++] = *in;
+}
 
-    for (;;) {
-        nd_status st = in->wire->cm_recv(in->sock, &in->req, ND_CM_REQ);
-        uint64_t now = nd_now_ns();
+/* ND_SUCCESS: @in holds its REQ. ND_PENDING: not yet. Anything else: drop it. */
+static nd_status read_request(struct incoming *in)
+{
+    nd_status st = in->wire->cm_recv(in->sock, &in->req, ND_CM_REQ);
 
-        if (st == ND_SUCCESS && in->req.type == ND_CM_REQ)
-            return true;
-        if (st == ND_SUCCESS)
-            nd_cm_msg_close_fds(&in->req);
-        if (st != ND_PENDING || now >= deadline)
-            return false;
-        if (poll(&pfd, 1, (int)((deadline - now) / 1000000 + 1)) < 0 && errno != EINTR)
-            return false;
+    if (st == ND_SUCCESS && in->req.type != ND_CM_REQ) {
+        nd_cm_msg_close_fds(&in->req);
+        st = ND_CONNECTION_ABORTED;
+    }
+    return st;
+}
+
+static void drop_waiting(struct nd_listener *l, uint32_t i)
+{
+    nd_port_del_source(l->ov.port, l->wait[i].source, l->wait[i].sock);
+    close(l->wait[i].sock);
+    memmove(&l->wait[i], &l->wait[i + 1], (--l->nwait - i) * sizeof(*l->wait));
+    if (!l->nwait)
+        nd_port_timed(l->ov.port, -1);
+}
+
+static void start_waiting(struct nd_listener *l, struct incoming *in)
+{
+    if (l->nwait == WAIT_MAX)
+        drop_waiting(l, 0);
+    if ((l->nwait == l->capwait &&
+         !(l->wait = realloc(l->wait, (l->capwait = l->capwait * 2 + 8) * sizeof(*l->wait)))) ||
+        nd_port_add_source(l->ov.port, in->sock, l, listener_on_signal, &in->source) != ND_SUCCESS) {
+        close(in->sock);
+        return;
+    }
+    in->deadline_ns = nd_now_ns() + (uint64_t)nd_env_ms(ND_KNOB_CM_TIMEOUT) * 1000000;
+    if (!l->nwait)
+        nd_port_timed(l->ov.port, 1);       /* the port ticks us until the deadline */
+    l->wait[l->nwait++] = *in;
+}
+
+static void check_waiting(struct nd_listener *l)
+{
+    uint64_t now = nd_now_ns();
+
+    for (uint32_t i = 0; i < l->nwait;) {
+        struct incoming in = l->wait[i];
+        nd_status st = read_request(&in);
+
+        if (st == ND_SUCCESS) {
+            nd_port_del_source(l->ov.port, in.source, in.sock);
+            memmove(&l->wait[i], &l->wait[i + 1], (--l->nwait - i) * sizeof(*l->wait));
+            if (!l->nwait)
+                nd_port_timed(l->ov.port, -1);
+            queue_request(l, &in);
+        } else if (st != ND_PENDING || now >= in.deadline_ns) {
+            drop_waiting(l, i);
+        } else {
+            i++;
+        }
     }
 }
 
@@ -135,24 +198,24 @@ static void accept_all(struct nd_listener *l)
         for (;;) {
             struct incoming in = { .wire = l->ep[e].wire };
             int sock = in.wire->cm_accept(l->ep[e].fd, &in.pid);
+            nd_status st;
 
             if (sock < 0)
                 break;
             in.sock = sock;
             nd_cm_msg_init(&in.req, 0);
-            if (!read_request(&in)) {
+            st = read_request(&in);
+            if (st == ND_PENDING && poll(&(struct pollfd){ .fd = sock, .events = POLLIN }, 1, REQ_GRACE_MS) > 0)
+                st = read_request(&in);     /* the REQ was a moment behind the connect */
+            if (st == ND_SUCCESS)
+                queue_request(l, &in);
+            else if (st == ND_PENDING)
+                start_waiting(l, &in);
+            else
                 close(sock);
-                continue;
-            }
-            if ((l->backlog && l->nin >= l->backlog) ||
-                (l->nin == l->capin && !(l->in = realloc(l->in, (l->capin = l->capin * 2 + 8) * sizeof(*l->in))))) {
-                nd_cm_msg_close_fds(&in.req);
-                reject_and_close(in.wire, sock);     /* over the backlog: ND_CONNECTION_REFUSED at the peer */
-                continue;
-            }
-            l->in[l->nin++] = in;
         }
     }
+    check_waiting(l);
 }
 
 /* Pair queued requests with pending GetConnectionRequest calls, oldest first. */
@@ -193,7 +256,7 @@ static void listener_wait(struct nd_ovobj *obj, nd_overlapped *ov)
     int wake = nd_ovobj_wait_begin(obj);
 
     while (nd_ov_is_pending(ov)) {
-        struct pollfd pfd[5];
+        struct pollfd pfd[ND_ARRAY_SIZE(l->ep) + 16 + 1];
         uint32_t n = 0;
 
         nd_ovbatch_init(&b, l->ov.port);
@@ -201,6 +264,14 @@ static void listener_wait(struct nd_ovobj *obj, nd_overlapped *ov)
         listener_pump(l, &b);
         for (; n < l->nep; n++)
             pfd[n] = (struct pollfd){ .fd = l->ep[n].fd, .events = POLLIN };
+        /* The first silent connections too (the rest are seen at the next round). */
+        for (uint32_t i = 0; i < l->nwait && n < ND_ARRAY_SIZE(pfd) - 1; i++) {
+            int queued = 0;
+
+            /* Not one holding part of a REQ: it would read as ready at once, again and again. */
+            if (ioctl(l->wait[i].sock, FIONREAD, &queued) == 0 && queued == 0)
+                pfd[n++] = (struct pollfd){ .fd = l->wait[i].sock, .events = POLLIN };
+        }
         pthread_mutex_unlock(&l->lock);
         nd_port_deliver(&b);
         if (!nd_ov_is_pending(ov))
@@ -384,12 +455,15 @@ ND_API nd_status nd_listener_close(nd_listener *l)
         nd_cm_msg_close_fds(&l->in[i].req);
         reject_and_close(l->in[i].wire, l->in[i].sock);
     }
+    while (l->nwait)
+        drop_waiting(l, l->nwait - 1);
     if (l->port_fd >= 0)
         close(l->port_fd);
     l->magic = ND_MAGIC_DEAD;
     pthread_mutex_unlock(&l->lock);
     nd_port_deliver(&b);
     free(l->in);
+    free(l->wait);
     free(l->g);
     pthread_mutex_destroy(&l->lock);
     nd_port_unref(l->ov.port);

@@ -41,6 +41,7 @@ struct nd_port {
     uint32_t magic;
     atomic_uint objects;        /* objects created on this port */
     atomic_int timed;           /* sources waiting for time to pass: waits tick */
+    _Atomic uint64_t last_tick_ns;
     int epfd;
     int queue_fd;
     pthread_mutex_t queue_lock;
@@ -371,8 +372,13 @@ ND_API nd_status nd_port_wait(nd_port *port, int timeout_ms, nd_overlapped **out
         for (int i = 0; i < n; i++)
             if (ev[i].data.u64 != QUEUE_EVENT_ID)
                 dispatch(port, ev[i].data.u64, &batch);
-        if (n == 0 && ticking)
+        /* A port never quiet for a whole tick still ticks: deadlines must not starve. */
+        uint64_t now = ticking ? nd_now_ns() : 0;
+        if (ticking && (n == 0 || now - atomic_load_explicit(&port->last_tick_ns, memory_order_relaxed) >=
+                                  TICK_MS * 1000000ull)) {
+            atomic_store_explicit(&port->last_tick_ns, now, memory_order_relaxed);
             tick_all(port, &batch);
+        }
         expired = wait == 0 || (wait > 0 && remaining_ms(timeout_ms, deadline) == 0);
     }
 }

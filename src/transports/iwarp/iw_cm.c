@@ -108,9 +108,7 @@ fail:
 
 uint32_t iw_timeout_ms(void)
 {
-    long v = strtol(nd_env(ND_KNOB_IW_TIMEOUT), NULL, 10);
-
-    return v >= 100 && v <= 3600000 ? (uint32_t)v : 10000;
+    return nd_env_ms(ND_KNOB_IW_TIMEOUT);
 }
 
 static bool want_crc(void)
