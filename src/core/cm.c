@@ -191,11 +191,13 @@ static void unregister_sock(struct nd_connector *c)
 
 static void close_sock(struct nd_connector *c)
 {
+    if (c->wire_owned && c->qp)
+        nd_qp_set_cm_kick(c->qp, NULL);     /* before the source, and maybe the port, go */
     unregister_sock(c);
     if (c->sock >= 0)
         close(c->sock);
     c->sock = -1;
-    c->doorbell = false;
+    c->wire_owned = false;
 }
 
 /* The connection ended from the other side (DISC, or the socket closed). */
@@ -360,15 +362,12 @@ static void connector_read(struct nd_connector *c, struct nd_ovbatch *b)
 {
     struct nd_cm_msg m;
 
+    if (c->wire_owned) {
+        if (c->qp && atomic_load(&c->qp->peer_left))
+            on_eof(c, b);
+        return;
+    }
     while (c->sock >= 0) {
-        if (c->doorbell) {
-            uint64_t v;
-
-            /* The transport owns the connection now; its doorbell rings once, when the peer left. */
-            if (read(c->sock, &v, sizeof(v)) == (ssize_t)sizeof(v))
-                on_eof(c, b);
-            break;
-        }
         nd_status st = c->wire->cm_recv(c->sock, &m, expected_msg(c));
 
         if (st == ND_PENDING)
@@ -398,7 +397,7 @@ static nd_status register_sock(struct nd_connector *c)
     return st;
 }
 
-/* Connect @qp through the connection's transport; it may swap the CM socket for its doorbell. */
+/* Connect @qp through the connection's transport; it may take the CM socket. */
 static nd_status attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active)
 {
     int sock = c->sock;
@@ -406,10 +405,15 @@ static nd_status attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active
 
     unregister_sock(c);
     st = c->wire->attach(qp, &sock, c->pid, &c->msg, c->ird, c->ord, active);
-    c->doorbell = sock != c->sock;
+    c->wire_owned = sock < 0;
     c->sock = sock;
-    if (c->sock >= 0 && register_sock(c) != ND_SUCCESS && st == ND_SUCCESS)
+    if ((c->sock >= 0 || c->wire_owned) && register_sock(c) != ND_SUCCESS && st == ND_SUCCESS)
         st = ND_INSUFFICIENT_RESOURCES;
+    if (c->wire_owned && c->registered) {
+        struct nd_port_kick k = nd_port_kick_of(c->ov.port, c->port_source);
+
+        nd_qp_set_cm_kick(qp, &k);
+    }
     return st;
 }
 
@@ -427,19 +431,29 @@ static void connector_wait(struct nd_ovobj *obj, nd_overlapped *ov)
     pthread_mutex_unlock(&c->lock);
 
     while (nd_ov_is_pending(ov)) {
-        struct pollfd pfd[2] = { { .fd = wake, .events = POLLIN }, { .fd = -1, .events = POLLIN } };
+        struct pollfd pfd[3] = { { .fd = wake, .events = POLLIN }, { .fd = -1, .events = POLLIN },
+                                 { .fd = -1, .events = POLLIN } };
 
         nd_ovbatch_init(&b, c->ov.port);
         pthread_mutex_lock(&c->lock);
         connector_pump(c, &b);
         pfd[1].fd = c->sock;
+        if (c->wire_owned)
+            pfd[2].fd = nd_port_kick_fd(c->ov.port);    /* where the transport's news lands */
         pthread_mutex_unlock(&c->lock);
         nd_port_deliver(&b);
         if (!nd_ov_is_pending(ov))
             break;
         /* Another thread's pump may complete our request: its wake ends the poll. */
-        if (poll(pfd, 2, 10) > 0 && (pfd[0].revents & POLLIN))
+        if (poll(pfd, 3, 10) <= 0)
+            continue;
+        if (pfd[0].revents & POLLIN)
             nd_ovobj_wake_drain(obj);
+        if (pfd[2].revents & POLLIN) {
+            nd_ovbatch_init(&b, c->ov.port);
+            nd_port_run_kicked(c->ov.port, &b);
+            nd_port_deliver(&b);
+        }
     }
     nd_ovobj_wait_end(obj);
 }
@@ -502,7 +516,7 @@ static nd_status start_connect(struct nd_connector *c, struct nd_qp *qp, const s
         return ND_CONNECTION_REFUSED;
     }
     c->sock = fd;
-    c->doorbell = false;
+    c->wire_owned = false;
     memcpy(&c->peer, dest, nd_sockaddr_len(dest));
     c->ird = m.ird;
     c->ord = m.ord;
@@ -575,6 +589,8 @@ ND_API nd_status nd_connector_complete_connect(nd_connector *c, nd_overlapped *o
         nd_cm_msg_init(&rtu, ND_CM_RTU);
         if (st == ND_SUCCESS)
             st = c->wire->cm_send(c->sock, &rtu, NULL);
+        if (st == ND_SUCCESS)
+            nd_qp_release_region_fd(c->qp);
         c->state = st == ND_SUCCESS ? ND_CS_CONNECTED : ND_CS_DISCONNECTED;
     }
     pthread_mutex_unlock(&c->lock);
@@ -588,7 +604,7 @@ void nd_connector_take_request(struct nd_connector *c, const struct nd_transport
 {
     pthread_mutex_lock(&c->lock);
     c->wire = wire;
-    c->doorbell = false;
+    c->wire_owned = false;
     c->sock = sock;
     c->pid = pid;
     c->msg = *req;
@@ -637,6 +653,7 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
         if (st == ND_SUCCESS)
             st = c->wire->cm_send(c->sock, &rep, qp);
         if (st == ND_SUCCESS) {
+            nd_qp_release_region_fd(qp);
             nd_qp_ref(qp);
             c->qp = qp;
             c->have_msg = false;
@@ -814,7 +831,7 @@ static void disconnect_locked(struct nd_connector *c, struct nd_ovbatch *b)
 {
     struct nd_cm_msg disc;
 
-    if (c->sock >= 0 && !c->doorbell) {
+    if (c->sock >= 0) {
         nd_cm_msg_init(&disc, ND_CM_DISC);
         c->wire->cm_send(c->sock, &disc, NULL);
     }

@@ -22,9 +22,11 @@ struct nd_connector {
     enum nd_conn_state state;
     int port_fd;                    /* TCP socket bound to reserve our port */
     struct sockaddr_storage local, peer;
-    int sock;                       /* the connection's CM socket (or the transport's doorbell), or -1 */
+    int sock;                       /* the connection's CM socket, or -1 */
     const struct nd_transport_ops *wire;    /* the transport carrying this connection */
-    bool doorbell;                  /* sock is the transport's "peer left" eventfd */
+    /* The transport took the socket (iwarp): our port source has no descriptor, and the QP
+     * kicks it when the peer leaves (qp->peer_left). */
+    bool wire_owned;
     bool registered;
     uint32_t port_source;
     pid_t pid;

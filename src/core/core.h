@@ -51,11 +51,13 @@ struct nd_ovobj {
     struct nd_port *port;
     const struct nd_ovobj_ops *ops;
     nd_overlapped *head, *tail;     /* pending, in request order; guarded by the object lock */
-    /* Threads in the object's wait (ops->wait) poll its descriptors and this eventfd: a
-     * request completed by another thread (one that pumped the object for its own wait,
-     * or the port) wakes them. Created by the first wait; -1 before. */
-    int wake_fd;
-    uint32_t waiters;               /* atomic */
+    /* Threads in the object's wait (ops->wait) poll its descriptors and their own wake
+     * eventfd (one per thread, not per object: ten thousand connectors must not cost ten
+     * thousand descriptors). A request completed by another thread (one that pumped the
+     * object for its own wait, or the port) writes the eventfd of each waiter listed here. */
+    pthread_mutex_t wait_lock;
+    struct nd_ov_waiter *wait_list;   /* guarded by wait_lock */
+    uint32_t waiters;               /* atomic: the list's length, read without the lock */
 };
 
 /*
@@ -88,11 +90,26 @@ void nd_ovbatch_remove(struct nd_ovbatch *b, nd_overlapped *ov);
 void nd_ovbatch_release(struct nd_ovbatch *b);
 bool nd_ov_is_pending(const nd_overlapped *ov);
 
-/* Port event sources: a file descriptor in the port's epoll set (edge-triggered). */
+/* Port event sources: a file descriptor in the port's epoll set (edge-triggered), or with
+ * fd -1 a source without one, which runs when kicked. */
 typedef void (*nd_port_signal_fn)(void *obj, struct nd_ovbatch *batch);
 nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_signal_fn fn,
                              uint32_t *id);
 void nd_port_del_source(struct nd_port *port, uint32_t id, int fd);
+/* A source's identity for kicks: its slot and the slot's generation (a removed source's
+ * kicks are ignored, even once the slot is reused). */
+struct nd_port_kick {
+    struct nd_port *port;
+    uint32_t id, gen;
+};
+struct nd_port_kick nd_port_kick_of(struct nd_port *port, uint32_t id);
+/* Have the source's signal function run soon, on a thread that waits on the port or
+ * polls its kick descriptor. Any thread, any locks held: it only takes the source lock. */
+void nd_port_kick(const struct nd_port_kick *k);
+/* Readable while kicked sources wait to run (-1 if nothing was ever kickable). */
+int nd_port_kick_fd(struct nd_port *port);
+/* Run the kicked sources' signal functions now (no object locks held). */
+void nd_port_run_kicked(struct nd_port *port, struct nd_ovbatch *batch);
 void nd_port_ref(struct nd_port *port);
 void nd_port_unref(struct nd_port *port);
 bool nd_port_valid(const struct nd_port *port);

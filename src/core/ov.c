@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -23,32 +25,59 @@ void nd_ovobj_init(struct nd_ovobj *obj, struct nd_port *port, const struct nd_o
     obj->port = port;
     obj->ops = ops;
     obj->head = obj->tail = NULL;
-    obj->wake_fd = -1;
+    pthread_mutex_init(&obj->wait_lock, NULL);
+    obj->wait_list = NULL;
     obj->waiters = 0;
 }
 
 void nd_ovobj_fini(struct nd_ovobj *obj)
 {
-    if (obj->wake_fd >= 0)
-        close(obj->wake_fd);
-    obj->wake_fd = -1;
+    pthread_mutex_destroy(&obj->wait_lock);
 }
 
+/* The calling thread's place in an object's wait list; a thread waits on one object at a
+ * time. Its eventfd lives as long as the thread. */
+struct nd_ov_waiter {
+    int fd;
+    struct nd_ov_waiter *next;
+};
+
+static __thread struct nd_ov_waiter self_waiter = { .fd = -1 };
 static __thread struct nd_ovobj *waiting_on;   /* the object this thread waits in, if any */
+static pthread_key_t wake_key;
+static pthread_once_t wake_key_once = PTHREAD_ONCE_INIT;
+
+static void close_thread_wake(void *arg)
+{
+    close((int)(intptr_t)arg - 1);
+}
+
+static void make_wake_key(void)
+{
+    if (pthread_key_create(&wake_key, close_thread_wake) != 0)
+        nd_log(ND_LOG_WARN, ND_SUB_PORT, "no thread key: wake descriptors close at exit only");
+}
+
+static int thread_wake_fd(void)
+{
+    if (self_waiter.fd < 0) {
+        self_waiter.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        pthread_once(&wake_key_once, make_wake_key);
+        if (self_waiter.fd >= 0)
+            pthread_setspecific(wake_key, (void *)(intptr_t)(self_waiter.fd + 1));
+    }
+    return self_waiter.fd;
+}
 
 int nd_ovobj_wait_begin(struct nd_ovobj *obj)
 {
-    int fd = __atomic_load_n(&obj->wake_fd, __ATOMIC_ACQUIRE);
+    int fd = thread_wake_fd();
 
-    if (fd < 0) {
-        int expect = -1, nfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-
-        if (nfd >= 0 && !__atomic_compare_exchange_n(&obj->wake_fd, &expect, nfd, false, __ATOMIC_ACQ_REL,
-                                                     __ATOMIC_ACQUIRE))
-            close(nfd);             /* another waiter made it first */
-        fd = __atomic_load_n(&obj->wake_fd, __ATOMIC_ACQUIRE);
-    }
+    pthread_mutex_lock(&obj->wait_lock);
+    self_waiter.next = obj->wait_list;
+    obj->wait_list = &self_waiter;
     __atomic_add_fetch(&obj->waiters, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&obj->wait_lock);
     waiting_on = obj;
     return fd;
 }
@@ -56,15 +85,22 @@ int nd_ovobj_wait_begin(struct nd_ovobj *obj)
 void nd_ovobj_wait_end(struct nd_ovobj *obj)
 {
     waiting_on = NULL;
+    pthread_mutex_lock(&obj->wait_lock);
+    for (struct nd_ov_waiter **w = &obj->wait_list; *w; w = &(*w)->next)
+        if (*w == &self_waiter) {
+            *w = self_waiter.next;
+            break;
+        }
     __atomic_sub_fetch(&obj->waiters, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&obj->wait_lock);
 }
 
 void nd_ovobj_wake_drain(struct nd_ovobj *obj)
 {
     uint64_t v;
-    int fd = __atomic_load_n(&obj->wake_fd, __ATOMIC_ACQUIRE);
 
-    if (fd >= 0 && read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+    (void)obj;
+    if (self_waiter.fd >= 0 && read(self_waiter.fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
         nd_log(ND_LOG_DEBUG, ND_SUB_PORT, "wake read: %m");
 }
 
@@ -73,13 +109,15 @@ static void wake_waiters(struct nd_ovobj *obj)
 {
     uint32_t n = __atomic_load_n(&obj->waiters, __ATOMIC_SEQ_CST);
     uint64_t one = 1;
-    int fd;
 
     if (!n || (n == 1 && waiting_on == obj))
         return;
-    fd = __atomic_load_n(&obj->wake_fd, __ATOMIC_ACQUIRE);
-    if (fd >= 0 && write(fd, &one, sizeof(one)) < 0)
-        nd_log(ND_LOG_DEBUG, ND_SUB_PORT, "wake write: %m");
+    /* The list holds each waiter until it leaves, so its thread (and eventfd) is alive. */
+    pthread_mutex_lock(&obj->wait_lock);
+    for (struct nd_ov_waiter *w = obj->wait_list; w; w = w->next)
+        if (w != &self_waiter && write(w->fd, &one, sizeof(one)) < 0)
+            nd_log(ND_LOG_DEBUG, ND_SUB_PORT, "wake write: %m");
+    pthread_mutex_unlock(&obj->wait_lock);
 }
 
 void nd_ov_start(struct nd_ovobj *obj, nd_overlapped *ov)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #define QUEUE_EVENT_ID UINT64_MAX
+#define KICK_EVENT_ID (UINT64_MAX - 1)
 
 struct port_source {
     void *obj;                  /* NULL when the slot is free or being removed */
@@ -23,6 +24,7 @@ struct port_source {
     uint32_t next_free;
     uint32_t busy;              /* signal functions of this source running right now */
     bool removed;               /* freed by the last of them to finish */
+    bool kicked;                /* listed in kicked[], to run */
 };
 
 /*
@@ -52,6 +54,10 @@ struct nd_port {
     pthread_cond_t source_idle;     /* a source's busy count dropped to zero */
     struct port_source *src;
     uint32_t nsrc, cap, free_head;
+    /* Kicked sources, under source_lock; kick_fd (made with the first source without a
+     * descriptor) is readable exactly while the list is not empty. */
+    int kick_fd;
+    uint32_t *kicked, nkicked, capkicked;
 };
 
 bool nd_port_valid(const struct nd_port *port)
@@ -143,6 +149,7 @@ ND_API nd_status nd_port_create(nd_port **out)
     pthread_mutex_init(&port->source_lock, NULL);
     pthread_cond_init(&port->source_idle, NULL);
     port->free_head = UINT32_MAX;
+    port->kick_fd = -1;
     port->magic = ND_MAGIC_PORT;
     *out = port;
     return ND_SUCCESS;
@@ -157,6 +164,9 @@ ND_API nd_status nd_port_close(nd_port *port)
     port->magic = ND_MAGIC_DEAD;
     close(port->epfd);
     close(port->queue_fd);
+    if (port->kick_fd >= 0)
+        close(port->kick_fd);
+    free(port->kicked);
     pthread_mutex_destroy(&port->queue_lock);
     pthread_mutex_destroy(&port->source_lock);
     pthread_cond_destroy(&port->source_idle);
@@ -259,6 +269,83 @@ static nd_overlapped *deliver_and_take(struct nd_port *port, struct nd_ovbatch *
     return ov;
 }
 
+/* Under source_lock. */
+static bool kick_fd_ready(struct nd_port *port)
+{
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = KICK_EVENT_ID };
+
+    if (port->kick_fd >= 0)
+        return true;
+    port->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (port->kick_fd >= 0 && epoll_ctl(port->epfd, EPOLL_CTL_ADD, port->kick_fd, &ev) == 0)
+        return true;
+    if (port->kick_fd >= 0)
+        close(port->kick_fd);
+    port->kick_fd = -1;
+    return false;
+}
+
+struct nd_port_kick nd_port_kick_of(struct nd_port *port, uint32_t id)
+{
+    struct nd_port_kick k = { port, id, 0 };
+
+    pthread_mutex_lock(&port->source_lock);
+    k.gen = port->src[id].gen;
+    pthread_mutex_unlock(&port->source_lock);
+    return k;
+}
+
+void nd_port_kick(const struct nd_port_kick *k)
+{
+    struct nd_port *port = k->port;
+    uint64_t one = 1;
+
+    pthread_mutex_lock(&port->source_lock);
+    struct port_source *s = &port->src[k->id];
+    if (s->obj && s->gen == k->gen && !s->kicked) {
+        if (port->nkicked == port->capkicked) {
+            uint32_t cap = port->capkicked ? port->capkicked * 2 : 16;
+            uint32_t *n = realloc(port->kicked, cap * sizeof(*n));
+
+            if (!n) {
+                pthread_mutex_unlock(&port->source_lock);
+                nd_log(ND_LOG_ERROR, ND_SUB_PORT, "kick lost: out of memory");
+                return;
+            }
+            port->kicked = n;
+            port->capkicked = cap;
+        }
+        s->kicked = true;
+        port->kicked[port->nkicked++] = k->id;
+        if (port->nkicked == 1 && write(port->kick_fd, &one, sizeof(one)) < 0)
+            nd_log(ND_LOG_WARN, ND_SUB_PORT, "kick write: %m");
+    }
+    pthread_mutex_unlock(&port->source_lock);
+}
+
+int nd_port_kick_fd(struct nd_port *port)
+{
+    return port->kick_fd;
+}
+
+void nd_port_run_kicked(struct nd_port *port, struct nd_ovbatch *batch)
+{
+    uint64_t v;
+
+    pthread_mutex_lock(&port->source_lock);
+    while (port->nkicked) {
+        uint32_t idx = port->kicked[--port->nkicked];
+
+        if (!port->nkicked && read(port->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+            nd_log(ND_LOG_WARN, ND_SUB_PORT, "kick read: %m");
+        if (port->src[idx].kicked) {
+            port->src[idx].kicked = false;
+            call_source_locked(port, idx, UINT32_MAX, batch);
+        }
+    }
+    pthread_mutex_unlock(&port->source_lock);
+}
+
 nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_signal_fn fn,
                              uint32_t *id)
 {
@@ -289,8 +376,9 @@ nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_si
     }
     port->src[idx].obj = obj;
     port->src[idx].fn = fn;
+    port->src[idx].kicked = false;
     ev.data.u64 = (uint64_t)port->src[idx].gen << 32 | idx;
-    if (epoll_ctl(port->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+    if (fd < 0 ? !kick_fd_ready(port) : epoll_ctl(port->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         port->src[idx].obj = NULL;
         source_free_locked(port, idx);
         st = errno == ENOMEM ? ND_NO_MEMORY : ND_INSUFFICIENT_RESOURCES;
@@ -307,8 +395,10 @@ out:
 void nd_port_del_source(struct nd_port *port, uint32_t id, int fd)
 {
     pthread_mutex_lock(&port->source_lock);
-    epoll_ctl(port->epfd, EPOLL_CTL_DEL, fd, NULL);
+    if (fd >= 0)
+        epoll_ctl(port->epfd, EPOLL_CTL_DEL, fd, NULL);
     port->src[id].obj = NULL;
+    port->src[id].kicked = false;       /* its entry in kicked[] is skipped */
     port->src[id].gen++;
     bool self = dispatching.port == port && dispatching.idx == id;
 
@@ -370,7 +460,9 @@ ND_API nd_status nd_port_wait(nd_port *port, int timeout_ms, nd_overlapped **out
         if (n < 0 && errno != EINTR)
             return ND_INTERNAL_ERROR;
         for (int i = 0; i < n; i++)
-            if (ev[i].data.u64 != QUEUE_EVENT_ID)
+            if (ev[i].data.u64 == KICK_EVENT_ID)
+                nd_port_run_kicked(port, &batch);
+            else if (ev[i].data.u64 != QUEUE_EVENT_ID)
                 dispatch(port, ev[i].data.u64, &batch);
         /* A port never quiet for a whole tick still ticks: deadlines must not starve. */
         uint64_t now = ticking ? nd_now_ns() : 0;

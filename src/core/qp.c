@@ -300,6 +300,32 @@ void nd_qp_fail(struct nd_qp *qp, nd_status status)
     pthread_mutex_unlock(&qp->lock);
 }
 
+void nd_qp_peer_left(struct nd_qp *qp)
+{
+    if (atomic_exchange(&qp->peer_left, true))
+        return;
+    if (qp->cm_kick.port)
+        nd_port_kick(&qp->cm_kick);
+}
+
+void nd_qp_set_cm_kick(struct nd_qp *qp, const struct nd_port_kick *k)
+{
+    pthread_mutex_lock(&qp->lock);
+    qp->cm_kick = k ? *k : (struct nd_port_kick){ 0 };
+    if (k && atomic_load(&qp->peer_left))
+        nd_port_kick(k);            /* it left before anyone was listening */
+    pthread_mutex_unlock(&qp->lock);
+}
+
+/* Once the peer has had the region's descriptor (it maps it at once), we only need the
+ * mapping: a QP connects once, and an open memfd per connection adds up. */
+void nd_qp_release_region_fd(struct nd_qp *qp)
+{
+    if (qp->region_fd >= 0)
+        close(qp->region_fd);
+    qp->region_fd = -1;
+}
+
 void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn)
 {
     pthread_mutex_lock(&qp->lock);
@@ -332,6 +358,7 @@ static nd_status region_create(struct nd_qp *qp)
     return ND_SUCCESS;
 err:
     close(qp->region_fd);
+    qp->region_fd = -1;
     qp->region = NULL;
     return ND_INSUFFICIENT_RESOURCES;
 }
@@ -363,7 +390,7 @@ static void qp_free(struct nd_qp *qp)
 {
     if (qp->region)
         munmap(qp->region, qp->layout.size);
-    if (qp->region)
+    if (qp->region_fd >= 0)
         close(qp->region_fd);
     free(qp->sq);
     free(qp->rq);

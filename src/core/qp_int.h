@@ -136,6 +136,11 @@ struct nd_qp {
     void *conn;
     bool has_progress;              /* the transport has deferred work to move */
     atomic_uint refs;               /* the handle, plus a connector using it */
+    /* A transport that owns the connection's socket says "the peer left" by setting
+     * peer_left and kicking the connector's port source (cm_kick, under lock: the
+     * connector clears it before its source and port may go). */
+    _Atomic bool peer_left;
+    struct nd_port_kick cm_kick;    /* port NULL: nobody to tell */
 };
 
 bool nd_qp_valid(const struct nd_qp *qp);
@@ -153,6 +158,12 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
                        uint32_t inline_size, struct nd_qp **out);
 void nd_qp_ref(struct nd_qp *qp);
 void nd_qp_unref(struct nd_qp *qp);
+/* The peer of a connected QP has gone (QP lock held): tell the connector, once. */
+void nd_qp_peer_left(struct nd_qp *qp);
+/* Point the QP's "peer left" news at a connector's port source, or nowhere (NULL). */
+void nd_qp_set_cm_kick(struct nd_qp *qp, const struct nd_port_kick *k);
+/* The region's descriptor went to the peer: close ours, keep the mapping. */
+void nd_qp_release_region_fd(struct nd_qp *qp);
 /* The transport connected (or disconnected) this QP. */
 void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn);
 /* The application stops polling this QP's CQs for a while (it sleeps on something else). */

@@ -19,7 +19,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -267,7 +266,6 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
 {
     struct iw_conn *c = calloc(1, sizeof(*c));
     nd_status st = ND_NO_MEMORY;
-    int bell;
 
     if (!c)
         return st;
@@ -277,12 +275,6 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     if (st != ND_SUCCESS) {
         free(c);
         return st;
-    }
-    c->doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    bell = c->doorbell >= 0 ? fcntl(c->doorbell, F_DUPFD_CLOEXEC, 0) : -1;
-    if (bell < 0) {
-        iw_conn_free(c);
-        return ND_INSUFFICIENT_RESOURCES;
     }
     c->sock = *sock;
     c->crc = (m->xport_opts & IW_OPT_CRC) || want_crc();
@@ -294,14 +286,13 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     nd_qp_set_connected(qp, &iwarp_transport, c);
     st = iw_engine_add(qp->adapter, c);
     if (st != ND_SUCCESS) {
-        close(bell);
         pthread_mutex_lock(&qp->lock);
         c->sock = -1;           /* still the connector's: it closes it */
         nd_qp_fail_locked(qp, ND_CANCELED);
         pthread_mutex_unlock(&qp->lock);
         return st;     /* the QP owns the connection now; its destroy frees it */
     }
-    *sock = bell;
+    *sock = -1;                 /* ours now: the peer leaving reaches the connector by nd_qp_peer_left */
     pthread_mutex_lock(&qp->lock);
     if (active && (m->xport_opts & IW_OPT_P2P))
         iw_send_rtr(c);

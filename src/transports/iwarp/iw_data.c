@@ -30,7 +30,7 @@ nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp)
     if (qp->srq && nd_srq_max_sge(qp->srq) > rsge)
         rsge = nd_srq_max_sge(qp->srq);
     c->qp = qp;
-    c->sock = c->doorbell = -1;
+    c->sock = -1;
     c->cur_txe = -1;
     c->expect_msn_send = c->expect_msn_read = 1;
     c->txq = calloc(qp->iq_entries, sizeof(*c->txq));
@@ -56,8 +56,6 @@ void iw_conn_free(struct iw_conn *c)
 {
     if (c->sock >= 0)
         close(c->sock);
-    if (c->doorbell >= 0)
-        close(c->doorbell);
     free(c->txq);
     free(c->txq_sges);
     free(c->inline_buf);
@@ -109,14 +107,6 @@ void iw_confirm(struct iw_conn *c, uint32_t upto)
 }
 
 /* ---- failure ---- */
-
-static void ring_doorbell(struct iw_conn *c)
-{
-    uint64_t one = 1;
-
-    if (!c->rang && c->doorbell >= 0 && write(c->doorbell, &one, sizeof(one)) == sizeof(one))
-        c->rang = true;
-}
 
 /* Best effort: a Terminate goes out only between FPDUs, never inside a half-written one.
  * @about is the header of the segment at fault (attached so the peer can tell which of
@@ -659,7 +649,7 @@ void iw_shutdown(struct nd_qp *qp, nd_status why)
     c->txf_count = 0;
     c->irq_count = c->irq_fences = 0;
     iw_complete_in_order(c);
-    ring_doorbell(c);
+    nd_qp_peer_left(c->qp);
 }
 
 void iw_destroy(struct nd_qp *qp)

@@ -88,8 +88,7 @@ struct iw_conn {
     struct iw_engine *eng;
     uint32_t slot;                  /* in the engine's table */
     int sock;
-    int doorbell;                   /* eventfd: rung once when the peer left */
-    bool crc, dead, rang, completing;
+    bool crc, dead, completing;
     bool want_out;                  /* the socket refused bytes we have framed (atomic) */
     bool out_watch;                 /* we asked the engine to watch for send room */
     bool app_rx;                    /* an application thread is pumping (iw_progress) */
