@@ -191,8 +191,8 @@ static void unregister_sock(struct nd_connector *c)
 
 static void close_sock(struct nd_connector *c)
 {
-    if (c->wire_owned && c->qp)
-        nd_qp_set_cm_kick(c->qp, NULL);     /* before the source, and maybe the port, go */
+    if (c->qp)
+        nd_qp_link_cm(c->qp, -1, NULL);     /* before the socket, the source, maybe the port go */
     unregister_sock(c);
     if (c->sock >= 0)
         close(c->sock);
@@ -409,10 +409,12 @@ static nd_status attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active
     c->sock = sock;
     if ((c->sock >= 0 || c->wire_owned) && register_sock(c) != ND_SUCCESS && st == ND_SUCCESS)
         st = ND_INSUFFICIENT_RESOURCES;
-    if (c->wire_owned && c->registered) {
+    if (st == ND_SUCCESS && c->wire_owned && c->registered) {
         struct nd_port_kick k = nd_port_kick_of(c->ov.port, c->port_source);
 
-        nd_qp_set_cm_kick(qp, &k);
+        nd_qp_link_cm(qp, -1, &k);
+    } else if (st == ND_SUCCESS) {
+        nd_qp_link_cm(qp, c->sock, NULL);
     }
     return st;
 }

@@ -172,6 +172,8 @@ int nd_futex_wait(uint32_t *word, uint32_t expect, int timeout_ms);
 int nd_futex_wake(uint32_t *word, int n);
 uint64_t nd_now_ns(void);
 int nd_memfd_sealed(const char *name, size_t size);
+/* A random number drawn once per process (after fork, the child draws its own). */
+uint64_t nd_process_nonce(void);
 struct stat;
 bool nd_memfd_mappable(int fd, size_t size, struct stat *st);
 

@@ -500,6 +500,9 @@ nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t dept
 
     if (!cq)
         return ND_NO_MEMORY;
+    static _Atomic uint64_t serials;
+
+    cq->serial = atomic_fetch_add(&serials, 1) + 1;
     cq->signal_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (cq->signal_fd < 0) {
         free(cq);

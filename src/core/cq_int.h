@@ -48,6 +48,7 @@ struct nd_cq {
     uint32_t arm_gen;
     uint32_t n_any, n_sol;          /* pending notifies by type */
     int signal_fd;                  /* eventfd: producers write it, the port polls it */
+    uint64_t serial;                /* unique in this process (with nd_process_nonce: on the host) */
     uint32_t port_source;
     atomic_uint ov_waiters;         /* threads blocked in nd_get_overlapped_result */
     atomic_uint users;              /* queue pairs using this CQ */

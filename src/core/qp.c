@@ -308,9 +308,10 @@ void nd_qp_peer_left(struct nd_qp *qp)
         nd_port_kick(&qp->cm_kick);
 }
 
-void nd_qp_set_cm_kick(struct nd_qp *qp, const struct nd_port_kick *k)
+void nd_qp_link_cm(struct nd_qp *qp, int sock, const struct nd_port_kick *k)
 {
     pthread_mutex_lock(&qp->lock);
+    qp->cm_sock = sock;
     qp->cm_kick = k ? *k : (struct nd_port_kick){ 0 };
     if (k && atomic_load(&qp->peer_left))
         nd_port_kick(k);            /* it left before anyone was listening */
@@ -447,6 +448,7 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
     qp->rq_entries = pow2_at_least(rq_depth);
     qp->iq_entries = pow2_at_least(iq_depth);
     qp->region_fd = -1;
+    qp->cm_sock = -1;
     st = qp_alloc(qp);
     if (st == ND_SUCCESS)
         st = qp_attach(qp);

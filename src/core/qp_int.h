@@ -136,11 +136,13 @@ struct nd_qp {
     void *conn;
     bool has_progress;              /* the transport has deferred work to move */
     atomic_uint refs;               /* the handle, plus a connector using it */
-    /* A transport that owns the connection's socket says "the peer left" by setting
-     * peer_left and kicking the connector's port source (cm_kick, under lock: the
-     * connector clears it before its source and port may go). */
+    /* The connector's side of the link, under lock; it unlinks before its socket, source
+     * or port go. A transport that took the connection's socket says "the peer left" by
+     * setting peer_left and kicking the connector's port source (cm_kick). One that left
+     * the socket with the connector may look through cm_sock for the peer's liveness. */
     _Atomic bool peer_left;
     struct nd_port_kick cm_kick;    /* port NULL: nobody to tell */
+    int cm_sock;                    /* -1: none lent */
 };
 
 bool nd_qp_valid(const struct nd_qp *qp);
@@ -160,8 +162,8 @@ void nd_qp_ref(struct nd_qp *qp);
 void nd_qp_unref(struct nd_qp *qp);
 /* The peer of a connected QP has gone (QP lock held): tell the connector, once. */
 void nd_qp_peer_left(struct nd_qp *qp);
-/* Point the QP's "peer left" news at a connector's port source, or nowhere (NULL). */
-void nd_qp_set_cm_kick(struct nd_qp *qp, const struct nd_port_kick *k);
+/* Link the QP to its connector's socket (@sock) or port source (@k), or unlink it (-1, NULL). */
+void nd_qp_link_cm(struct nd_qp *qp, int sock, const struct nd_port_kick *k);
 /* The region's descriptor went to the peer: close ours, keep the mapping. */
 void nd_qp_release_region_fd(struct nd_qp *qp);
 /* The transport connected (or disconnected) this QP. */

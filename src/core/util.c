@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -61,4 +62,25 @@ uint64_t nd_now_ns(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t nd_process_nonce(void)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static _Atomic uint64_t nonce;
+    static _Atomic pid_t drawn_by;
+    pid_t self = getpid();
+    uint64_t v;
+
+    if (atomic_load(&drawn_by) == self)
+        return atomic_load(&nonce);
+    pthread_mutex_lock(&lock);
+    if (atomic_load(&drawn_by) != self) {
+        if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+            v = (uint64_t)nd_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)self;
+        atomic_store(&nonce, v);
+        atomic_store(&drawn_by, self);      /* after the nonce: readers check this first */
+    }
+    pthread_mutex_unlock(&lock);
+    return atomic_load(&nonce);
 }

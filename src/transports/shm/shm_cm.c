@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #define SHM_MAGIC 0x4e44434du
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u
 
 /* The message on the wire: fixed size, little-endian host order (same host). */
 struct shm_wire {
@@ -23,6 +23,7 @@ struct shm_wire {
     uint32_t ird, ord, pdata_len;
     uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
     uint32_t srq_entries, srq_max_sge;
+    uint64_t nonce, rcq_serial, icq_serial;
     uint32_t family;
     uint16_t port;
     uint8_t addr[16];
@@ -167,6 +168,9 @@ nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
         w.slot_size = qp->slot_size;
         w.arm_slot = qp->rcq->arm_slot;
         w.iarm_slot = qp->icq->arm_slot;
+        w.nonce = nd_process_nonce();
+        w.rcq_serial = qp->rcq->serial;
+        w.icq_serial = qp->icq->serial;
         fds[0] = qp->region_fd;
         fds[1] = ro_fd;
         fds[2] = qp->rcq->signal_fd;
@@ -261,6 +265,9 @@ nd_status shm_recv(int sock, struct nd_cm_msg *m)
     m->iarm_slot = w.iarm_slot;
     m->srq_entries = w.srq_entries;
     m->srq_max_sge = w.srq_max_sge;
+    m->nonce = w.nonce;
+    m->rcq_serial = w.rcq_serial;
+    m->icq_serial = w.icq_serial;
     return ND_SUCCESS;
 }
 

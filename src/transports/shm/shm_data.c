@@ -31,7 +31,6 @@ struct held {
 
 struct shm_conn {
     pid_t pid;
-    int sock;                       /* dup of the connection socket: liveness */
     const uint8_t *peer_adapter;    /* read-only, shared by every connection to that adapter */
     const struct nd_mtab_entry *peer_mtab;
     uint8_t *peer_region;
@@ -45,7 +44,8 @@ struct shm_conn {
     struct nd_srq_ctl *psrq_ctl;
     uint32_t psrq_entries, psrq_max_sge;
     struct nd_ring_producer pprod;  /* into the peer's inbound ring */
-    int peer_rcq_fd, peer_icq_fd;
+    struct shm_signal *prcq, *picq; /* the peer's CQs' eventfds (shared, see shm_signal.c) */
+    int peer_rcq_fd, peer_icq_fd;   /* theirs */
     uint32_t next_peer_recv;
     uint32_t peer_posted;           /* receives the peer is known to have posted */
     uint32_t ird, ord;
@@ -347,11 +347,16 @@ static void retry_held(struct nd_qp *qp, struct shm_conn *c)
     untime(qp, c);
 }
 
-static bool peer_alive(struct shm_conn *c)
+/* Through the connector's socket, which it lends the QP while it holds it (QP lock held).
+ * Without one there is nothing to ask: the connector's own watch covers the peer. */
+static bool peer_alive(struct nd_qp *qp)
 {
     char b;
-    ssize_t n = recv(c->sock, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n;
 
+    if (qp->cm_sock < 0)
+        return true;
+    n = recv(qp->cm_sock, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
 }
 
@@ -368,16 +373,14 @@ static void shm_progress(struct nd_qp *qp)
     if (!act && (polls & 63) == 0) {
         uint64_t now = nd_now_ns(), last = atomic_load_explicit(&c->last_check, memory_order_relaxed);
 
-        /* One poller per interval wins the check. */
-        if (now - last > LIVENESS_NS &&
-            atomic_compare_exchange_strong(&c->last_check, &last, now))
-            act = !peer_alive(c);
+        /* One poller per interval wins the check (under the lock: the socket is lent). */
+        act = now - last > LIVENESS_NS && atomic_compare_exchange_strong(&c->last_check, &last, now);
     }
     if (!act)
         return;
     pthread_mutex_lock(&qp->lock);
     if (qp->state == ND_QPS_CONNECTED) {
-        if (terminated(qp, c) || !peer_alive(c))
+        if (terminated(qp, c) || !peer_alive(qp))
             nd_qp_fail_locked(qp, ND_CANCELED);
         else
             retry_held(qp, c);
@@ -423,9 +426,8 @@ static void shm_destroy(struct nd_qp *qp)
     munmap(c->peer_region, c->peer_region_size);
     if (c->psrq)
         munmap(c->psrq, c->psl.size);
-    close(c->peer_rcq_fd);
-    close(c->peer_icq_fd);
-    close(c->sock);
+    shm_signal_put(c->prcq);
+    shm_signal_put(c->picq);
     free(c->held);
     free(c);
     qp->conn = NULL;
@@ -511,14 +513,18 @@ nd_status shm_attach(struct nd_qp *qp, int sock, pid_t pid, struct nd_cm_msg *m,
     }
     close(m->fds[4]);
     m->fds[4] = -1;
-    c->peer_rcq_fd = m->fds[2];
-    c->peer_icq_fd = m->fds[3];
+    c->prcq = shm_signal_get(pid, m->nonce, m->rcq_serial, m->fds[2]);
+    c->picq = shm_signal_get(pid, m->nonce, m->icq_serial, m->fds[3]);
+    m->fds[2] = m->fds[3] = -1;
+    if (!c->prcq || !c->picq)
+        goto err;
+    c->peer_rcq_fd = shm_signal_fd(c->prcq);
+    c->peer_icq_fd = shm_signal_fd(c->picq);
     c->pprod.signal_fd = c->peer_rcq_fd;
     c->next_peer_recv = 0;
     c->pid = pid;
     c->ird = ird;
     c->ord = ord;
-    c->sock = fcntl(sock, F_DUPFD_CLOEXEC, 0);
     close(m->fds[0]);
     close(m->fds[1]);
     m->fds[0] = m->fds[1] = m->fds[2] = m->fds[3] = -1;
@@ -532,6 +538,8 @@ err:
             munmap(c->peer_region, c->pl.size);
         if (c->psrq)
             munmap(c->psrq, c->psl.size);
+        shm_signal_put(c->prcq);
+        shm_signal_put(c->picq);
         free(c);
     }
     nd_cm_msg_close_fds(m);
