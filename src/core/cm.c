@@ -123,6 +123,23 @@ nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage 
     return ND_SUCCESS;
 }
 
+/* In network order, as the sockaddr holds it. */
+static uint16_t port_of(const struct sockaddr *sa)
+{
+    return sa->sa_family == AF_INET ? ((const struct sockaddr_in *)sa)->sin_port
+                                    : ((const struct sockaddr_in6 *)sa)->sin6_port;
+}
+
+/* A connector bound to port 0 gets its reservation now (connector lock held). */
+static nd_status reserve_if_unset(struct nd_connector *c)
+{
+    struct sockaddr_storage want = c->local;
+
+    if (port_of((struct sockaddr *)&c->local))
+        return ND_SUCCESS;
+    return nd_cm_reserve_port((struct sockaddr *)&want, &c->local, &c->port_fd, false);
+}
+
 ND_API nd_status nd_adapter_create_connector(nd_adapter *a, nd_port *port, nd_connector **out)
 {
     struct nd_connector *c;
@@ -159,9 +176,18 @@ ND_API nd_status nd_connector_bind(nd_connector *c, const struct sockaddr *addr,
     pthread_mutex_lock(&c->lock);
     if (c->state != ND_CS_IDLE)
         st = STATUS_ADDRESS_ALREADY_ASSOCIATED;
-    else if ((st = nd_cm_check_local(c->adapter, addr, false)) == ND_SUCCESS &&
-             (st = nd_cm_reserve_port(addr, &c->local, &c->port_fd, false)) == ND_SUCCESS)
+    else if ((st = nd_cm_check_local(c->adapter, addr, false)) != ND_SUCCESS)
+        ;
+    else if (port_of(addr)) {
+        if ((st = nd_cm_reserve_port(addr, &c->local, &c->port_fd, false)) == ND_SUCCESS)
+            c->state = ND_CS_BOUND;
+    } else {
+        /* Port 0: picked when first needed. Over TCP the connection's own port serves
+         * (one port and one descriptor per connection, not two); a reservation is made
+         * only for a transport without one, or when the address is asked for first. */
+        memcpy(&c->local, addr, nd_sockaddr_len(addr));
         c->state = ND_CS_BOUND;
+    }
     pthread_mutex_unlock(&c->lock);
     return st;
 }
@@ -200,6 +226,32 @@ static void close_sock(struct nd_connector *c)
     c->wire_owned = false;
 }
 
+static void set_port(struct sockaddr_storage *ss, uint16_t port_be)
+{
+    if (ss->ss_family == AF_INET)
+        ((struct sockaddr_in *)ss)->sin_port = port_be;
+    else
+        ((struct sockaddr_in6 *)ss)->sin6_port = port_be;
+}
+
+static void deadline_stop(struct nd_connector *c);
+
+/* A Connect failed: back to AddressBound, to be retried (connector lock held). A port
+ * the failed connection's socket held is gone with it. */
+static void connect_failed(struct nd_connector *c, nd_status why, struct nd_ovbatch *b)
+{
+    close_sock(c);
+    deadline_stop(c);
+    c->state = ND_CS_BOUND;
+    nd_qp_unref(c->qp);
+    c->qp = NULL;
+    if (c->port_from_dial)
+        set_port(&c->local, 0);
+    c->port_from_dial = false;
+    if (b)
+        finish_kind(c, ND_CR_CONNECT, why, b);
+}
+
 /* The connection ended from the other side (DISC, or the socket closed). */
 static void peer_disconnected(struct nd_connector *c, struct nd_ovbatch *b)
 {
@@ -225,11 +277,7 @@ static void on_message(struct nd_connector *c, struct nd_cm_msg *m, struct nd_ov
         } else if (m->type == ND_CM_REJ) {
             c->msg = *m;
             c->have_msg = true;
-            close_sock(c);
-            c->state = ND_CS_BOUND;     /* a refused Connect may be retried */
-            nd_qp_unref(c->qp);
-            c->qp = NULL;
-            finish_kind(c, ND_CR_CONNECT, ND_CONNECTION_REFUSED, b);
+            connect_failed(c, ND_CONNECTION_REFUSED, b);
         }
         break;
     case ND_CS_ACCEPTING:
@@ -276,10 +324,7 @@ static void on_eof(struct nd_connector *c, struct nd_ovbatch *b)
     close_sock(c);
     switch (c->state) {
     case ND_CS_CONNECTING:
-        c->state = ND_CS_BOUND;
-        nd_qp_unref(c->qp);
-        c->qp = NULL;
-        finish_kind(c, ND_CR_CONNECT, ND_CONNECTION_REFUSED, b);
+        connect_failed(c, ND_CONNECTION_REFUSED, b);
         break;
     case ND_CS_ACCEPTING:
         c->state = ND_CS_DISCONNECTED;
@@ -334,11 +379,7 @@ static void on_timeout(struct nd_connector *c, struct nd_ovbatch *b)
 {
     nd_log(ND_LOG_INFO, ND_SUB_CM, "connector %p: the peer left the handshake unanswered", (void *)c);
     if (c->state == ND_CS_CONNECTING) {
-        close_sock(c);
-        c->state = ND_CS_BOUND;         /* a timed-out Connect may be retried */
-        nd_qp_unref(c->qp);
-        c->qp = NULL;
-        finish_kind(c, ND_CR_CONNECT, ND_IO_TIMEOUT, b);
+        connect_failed(c, ND_IO_TIMEOUT, b);
     } else {
         /* The QP may be attached already (shm attaches at Accept): tell the peer. */
         disconnect_locked(c, b);
@@ -496,6 +537,23 @@ static nd_status dial_status(int err)
     }
 }
 
+/* The connector's port, if Bind left it to us: the dialled socket's own, or reserved. */
+static nd_status take_port(struct nd_connector *c, int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (!c->wire->dial_holds_port)
+        return reserve_if_unset(c);
+    if (port_of((struct sockaddr *)&c->local))
+        return ND_SUCCESS;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0 || ss.ss_family != c->local.ss_family)
+        return ND_INSUFFICIENT_RESOURCES;
+    set_port(&c->local, port_of((struct sockaddr *)&ss));
+    c->port_from_dial = true;
+    return ND_SUCCESS;
+}
+
 static nd_status start_connect(struct nd_connector *c, struct nd_qp *qp, const struct sockaddr *dest,
                                uint32_t ird, uint32_t ord, const void *pdata, uint32_t plen)
 {
@@ -505,6 +563,10 @@ static nd_status start_connect(struct nd_connector *c, struct nd_qp *qp, const s
 
     if (fd < 0)
         return dial_status(fd);
+    if ((st = take_port(c, fd)) != ND_SUCCESS) {
+        close(fd);
+        return st;
+    }
     nd_cm_msg_init(&m, ND_CM_REQ);
     m.ird = clamp(ird, nd_limits.max_inbound_read_limit);
     m.ord = clamp(ord, nd_limits.max_outbound_read_limit);
@@ -776,8 +838,12 @@ ND_API nd_status nd_connector_get_local_address(nd_connector *c, struct sockaddr
     if (!connector_valid(c))
         return ND_INVALID_HANDLE;
     pthread_mutex_lock(&c->lock);
-    st = c->state == ND_CS_IDLE || c->state == ND_CS_QUEUED ? ND_CONNECTION_INVALID
-                                                              : copy_addr(&c->local, addr, len);
+    if (c->state == ND_CS_IDLE || c->state == ND_CS_QUEUED)
+        st = ND_CONNECTION_INVALID;
+    else if (c->state == ND_CS_BOUND && (st = reserve_if_unset(c)) != ND_SUCCESS)
+        ;
+    else
+        st = copy_addr(&c->local, addr, len);
     pthread_mutex_unlock(&c->lock);
     return st;
 }
@@ -875,13 +941,8 @@ ND_API nd_status nd_connector_cancel_overlapped_requests(nd_connector *c)
     pthread_mutex_lock(&c->lock);
     for (nd_overlapped *ov = nd_ov_take_all(&c->ov), *next; ov; ov = next) {
         next = nd_ov_next(ov);
-        if (ov->internal_reserved == ND_CR_CONNECT && c->state == ND_CS_CONNECTING) {
-            close_sock(c);
-            deadline_stop(c);
-            c->state = ND_CS_BOUND;
-            nd_qp_unref(c->qp);
-            c->qp = NULL;
-        }
+        if (ov->internal_reserved == ND_CR_CONNECT && c->state == ND_CS_CONNECTING)
+            connect_failed(c, ND_CANCELED, NULL);   /* @ov itself completes below */
         nd_ov_finish(ov, ND_CANCELED, 0, &b);
     }
     pthread_mutex_unlock(&c->lock);

@@ -34,6 +34,7 @@ struct nd_connector {
     struct nd_cm_msg msg;             /* the peer's REQ, REP or REJ */
     bool have_msg, aborted;
     bool timed;                     /* counted in the port's timed sources: the deadline runs */
+    bool port_from_dial;            /* local's port is the connection socket's (Bind said 0) */
     uint64_t deadline_ns;           /* CONNECTING, ACCEPTING: the peer must answer by then */
     uint32_t ird, ord;              /* negotiated, our point of view */
 };

@@ -34,6 +34,9 @@ struct nd_transport_ops {
     nd_status (*attach)(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
                         bool active);
     bool attach_at_rtu;             /* the passive side attaches when the RTU arrives, not at Accept */
+    /* A dialled socket holds a TCP port of its own: a connector bound to port 0 takes that
+     * one rather than reserving another. */
+    bool dial_holds_port;
 
     /* ---- data ---- */
     /* Carry out initiator request @wr (recorded in qp->sq); complete it now or later

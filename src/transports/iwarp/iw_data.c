@@ -672,6 +672,7 @@ const struct nd_transport_ops iwarp_transport = {
     .cm_recv = iw_cm_recv,
     .attach = iw_attach,
     .attach_at_rtu = true,
+    .dial_holds_port = true,
     .post = iw_post,
     .recv_posted = iw_recv_posted,
     .progress = iw_progress,
