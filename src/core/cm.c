@@ -545,8 +545,8 @@ static nd_status take_port(struct nd_connector *c, int fd)
 
     if (!c->wire->dial_holds_port)
         return reserve_if_unset(c);
-    if (port_of((struct sockaddr *)&c->local))
-        return ND_SUCCESS;
+    if (port_of((struct sockaddr *)&c->local) && !c->port_from_dial)
+        return ND_SUCCESS;          /* Bind named it, or GetLocalAddress reserved it */
     if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0 || ss.ss_family != c->local.ss_family)
         return ND_INSUFFICIENT_RESOURCES;
     set_port(&c->local, port_of((struct sockaddr *)&ss));
