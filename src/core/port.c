@@ -25,6 +25,7 @@ struct port_source {
     uint32_t busy;              /* signal functions of this source running right now */
     bool removed;               /* freed by the last of them to finish */
     bool kicked;                /* listed in kicked[], to run */
+    bool fdless;                /* runs only when kicked */
 };
 
 /*
@@ -58,6 +59,7 @@ struct nd_port {
      * descriptor) is readable exactly while the list is not empty. */
     int kick_fd;
     uint32_t *kicked, nkicked, capkicked;
+    uint32_t nfdless;           /* kicked[] has room for all of them: a kick never allocates */
 };
 
 bool nd_port_valid(const struct nd_port *port)
@@ -269,11 +271,21 @@ static nd_overlapped *deliver_and_take(struct nd_port *port, struct nd_ovbatch *
     return ov;
 }
 
-/* Under source_lock. */
-static bool kick_fd_ready(struct nd_port *port)
+/* Under source_lock: one more source without a descriptor is about to come. Kicks come
+ * from any thread, transports' engines included, so the room for them is made here. */
+static bool kick_room(struct nd_port *port)
 {
     struct epoll_event ev = { .events = EPOLLIN, .data.u64 = KICK_EVENT_ID };
 
+    if (port->nfdless == port->capkicked) {
+        uint32_t cap = port->capkicked ? port->capkicked * 2 : 16;
+        uint32_t *n = realloc(port->kicked, cap * sizeof(*n));
+
+        if (!n)
+            return false;
+        port->kicked = n;
+        port->capkicked = cap;
+    }
     if (port->kick_fd >= 0)
         return true;
     port->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -303,18 +315,6 @@ void nd_port_kick(const struct nd_port_kick *k)
     pthread_mutex_lock(&port->source_lock);
     struct port_source *s = &port->src[k->id];
     if (s->obj && s->gen == k->gen && !s->kicked) {
-        if (port->nkicked == port->capkicked) {
-            uint32_t cap = port->capkicked ? port->capkicked * 2 : 16;
-            uint32_t *n = realloc(port->kicked, cap * sizeof(*n));
-
-            if (!n) {
-                pthread_mutex_unlock(&port->source_lock);
-                nd_log(ND_LOG_ERROR, ND_SUB_PORT, "kick lost: out of memory");
-                return;
-            }
-            port->kicked = n;
-            port->capkicked = cap;
-        }
         s->kicked = true;
         port->kicked[port->nkicked++] = k->id;
         if (port->nkicked == 1 && write(port->kick_fd, &one, sizeof(one)) < 0)
@@ -377,17 +377,39 @@ nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_si
     port->src[idx].obj = obj;
     port->src[idx].fn = fn;
     port->src[idx].kicked = false;
+    port->src[idx].fdless = fd < 0;
     ev.data.u64 = (uint64_t)port->src[idx].gen << 32 | idx;
-    if (fd < 0 ? !kick_fd_ready(port) : epoll_ctl(port->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+    if (fd < 0 ? !kick_room(port) : epoll_ctl(port->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         port->src[idx].obj = NULL;
         source_free_locked(port, idx);
         st = errno == ENOMEM ? ND_NO_MEMORY : ND_INSUFFICIENT_RESOURCES;
         goto out;
     }
+    if (fd < 0)
+        port->nfdless++;
     *id = idx;
 out:
     pthread_mutex_unlock(&port->source_lock);
     return st;
+}
+
+/* Source @id goes (source_lock held): take it off kicked[], keeping the room invariant. */
+static void forget_kicks(struct nd_port *port, uint32_t id)
+{
+    uint64_t v;
+
+    if (port->src[id].kicked) {
+        for (uint32_t i = 0; i < port->nkicked; i++)
+            if (port->kicked[i] == id) {
+                port->kicked[i] = port->kicked[--port->nkicked];
+                break;
+            }
+        if (!port->nkicked && read(port->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+            nd_log(ND_LOG_WARN, ND_SUB_PORT, "kick read: %m");
+    }
+    port->src[id].kicked = false;
+    port->src[id].fdless = false;
+    port->nfdless--;
 }
 
 /* Once this returns, the source's signal function is not running in another thread and
@@ -398,7 +420,8 @@ void nd_port_del_source(struct nd_port *port, uint32_t id, int fd)
     if (fd >= 0)
         epoll_ctl(port->epfd, EPOLL_CTL_DEL, fd, NULL);
     port->src[id].obj = NULL;
-    port->src[id].kicked = false;       /* its entry in kicked[] is skipped */
+    if (port->src[id].fdless)
+        forget_kicks(port, id);
     port->src[id].gen++;
     bool self = dispatching.port == port && dispatching.idx == id;
 
