@@ -235,6 +235,8 @@ static void set_port(struct sockaddr_storage *ss, uint16_t port_be)
 }
 
 static void deadline_stop(struct nd_connector *c);
+static void deadline_start(struct nd_connector *c);
+static nd_status redirect(struct nd_connector *c);
 
 /* A Connect failed: back to AddressBound, to be retried (connector lock held). A port
  * the failed connection's socket held is gone with it. */
@@ -274,6 +276,8 @@ static void on_message(struct nd_connector *c, struct nd_cm_msg *m, struct nd_ov
             nd_cm_msg_init(m, 0);
             c->state = ND_CS_REP_RECEIVED;
             finish_kind(c, ND_CR_CONNECT, ND_SUCCESS, b);
+        } else if (m->type == ND_CM_REJ && m->redirect && redirect(c) == ND_SUCCESS) {
+            nd_log(ND_LOG_INFO, ND_SUB_CM, "connector %p: redirected to %s", (void *)c, c->wire->name);
         } else if (m->type == ND_CM_REJ) {
             c->msg = *m;
             c->have_msg = true;
@@ -510,11 +514,18 @@ static uint32_t clamp(uint32_t v, uint32_t max)
 
 /* Dial @dest with the first transport that serves it: shm when its listener is on this
  * host, in this namespace, of our uid; iwarp otherwise. */
-static int dial(struct nd_connector *c, const struct sockaddr *dest)
+static int dial(struct nd_connector *c, const struct sockaddr *dest, const struct nd_transport_ops *after)
 {
+    const struct nd_transport_ops *const *t = nd_transports;
     int fd = -ENOENT;
 
-    for (const struct nd_transport_ops *const *t = nd_transports; *t; t++) {
+    if (after) {
+        while (*t && *t != after)
+            t++;
+        if (*t)
+            t++;
+    }
+    for (; *t; t++) {
         if (!nd_transport_enabled(*t))
             continue;
         fd = (*t)->cm_dial(dest, (const struct sockaddr *)&c->local, &c->pid);
@@ -554,37 +565,64 @@ static nd_status take_port(struct nd_connector *c, int fd)
     return ND_SUCCESS;
 }
 
+/* Dial c->peer with the transports after @after (NULL: all) and send the REQ kept in
+ * c->req (connector lock held). */
+static nd_status send_request(struct nd_connector *c, struct nd_qp *qp, const struct nd_transport_ops *after)
+{
+    for (;;) {
+        struct nd_cm_msg m;
+        nd_status st;
+        int fd = dial(c, (struct sockaddr *)&c->peer, after);
+
+        if (fd < 0)
+            return dial_status(fd);
+        if ((st = take_port(c, fd)) != ND_SUCCESS) {
+            close(fd);
+            return st;
+        }
+        c->req.src = c->local;
+        if (c->wire->cm_send(fd, &c->req, qp) == ND_SUCCESS) {
+            c->sock = fd;
+            c->wire_owned = false;
+            return register_sock(c);
+        }
+        /* The listener may have answered and closed before our REQ went out: a redirect
+         * sends us on to the next transport, anything else is a refusal. */
+        nd_cm_msg_init(&m, 0);
+        bool again = c->wire->cm_recv(fd, &m, ND_CM_REP) == ND_SUCCESS && m.type == ND_CM_REJ && m.redirect;
+        nd_cm_msg_close_fds(&m);
+        close(fd);
+        if (!again)
+            return ND_CONNECTION_REFUSED;
+        after = c->wire;
+    }
+}
+
 static nd_status start_connect(struct nd_connector *c, struct nd_qp *qp, const struct sockaddr *dest,
                                uint32_t ird, uint32_t ord, const void *pdata, uint32_t plen)
 {
-    struct nd_cm_msg m;
-    nd_status st;
-    int fd = dial(c, dest);
-
-    if (fd < 0)
-        return dial_status(fd);
-    if ((st = take_port(c, fd)) != ND_SUCCESS) {
-        close(fd);
-        return st;
-    }
-    nd_cm_msg_init(&m, ND_CM_REQ);
-    m.ird = clamp(ird, nd_limits.max_inbound_read_limit);
-    m.ord = clamp(ord, nd_limits.max_outbound_read_limit);
-    m.pdata_len = plen;
+    nd_cm_msg_init(&c->req, ND_CM_REQ);
+    c->req.ird = c->ird = clamp(ird, nd_limits.max_inbound_read_limit);
+    c->req.ord = c->ord = clamp(ord, nd_limits.max_outbound_read_limit);
+    c->req.pdata_len = plen;
     if (plen)
-        memcpy(m.pdata, pdata, plen);
-    m.src = c->local;
-    st = c->wire->cm_send(fd, &m, qp);
-    if (st != ND_SUCCESS) {
-        close(fd);
-        return ND_CONNECTION_REFUSED;
-    }
-    c->sock = fd;
-    c->wire_owned = false;
+        memcpy(c->req.pdata, pdata, plen);
     memcpy(&c->peer, dest, nd_sockaddr_len(dest));
-    c->ird = m.ird;
-    c->ord = m.ord;
-    return register_sock(c);
+    return send_request(c, qp, NULL);
+}
+
+/* The listener asked us to come by another transport (a same-host peer that may not touch
+ * our memory): same request, next transport. */
+static nd_status redirect(struct nd_connector *c)
+{
+    const struct nd_transport_ops *from = c->wire;
+    nd_status st;
+
+    close_sock(c);
+    st = send_request(c, c->qp, from);
+    if (st == ND_SUCCESS)
+        deadline_start(c);
+    return st;
 }
 
 ND_API nd_status nd_connector_connect(nd_connector *c, nd_qp *qp, const struct sockaddr *dest, uint32_t dest_len,

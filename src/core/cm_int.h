@@ -32,6 +32,7 @@ struct nd_connector {
     pid_t pid;
     struct nd_qp *qp;
     struct nd_cm_msg msg;             /* the peer's REQ, REP or REJ */
+    struct nd_cm_msg req;             /* our REQ, kept while connecting (sent again if redirected) */
     bool have_msg, aborted;
     bool timed;                     /* counted in the port's timed sources: the deadline runs */
     bool port_from_dial;            /* local's port is the connection socket's (Bind said 0) */

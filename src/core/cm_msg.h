@@ -22,6 +22,7 @@ struct nd_cm_msg {
     uint8_t pdata[ND_CM_MAX_PDATA];
     struct sockaddr_storage src;    /* the sender's local address (shm) */
     bool from_active;               /* REJ: sent by the connecting side (after its REP) */
+    bool redirect;                  /* REJ from a listener: connect again with the next transport */
     uint32_t xport_opts;            /* transport options of a REQ, echoed by its REP (iwarp: MPA bits) */
     /* shm, REQ and REP: the sender's queue pair */
     uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;

@@ -24,6 +24,8 @@ nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp);
 nd_status shm_recv(int sock, struct nd_cm_msg *m);
 /* Is the peer on @sock of our uid? Fills its pid. */
 bool shm_peer_same_user(int sock, pid_t *pid);
+/* May we read and write @pid's memory (cross-memory attach)? */
+bool shm_cma_allowed(pid_t pid);
 
 /* The transport's connection operations (see transport.h). */
 int shm_cm_listen(const struct sockaddr *addr, int port_fd, int backlog);

@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define SHM_MAGIC 0x4e44434du
 #define SHM_VERSION 2u
+#define SHM_FLAG_REDIRECT 1u        /* REJ: come again by another transport */
 
 /* The message on the wire: fixed size, little-endian host order (same host). */
 struct shm_wire {
@@ -24,6 +26,7 @@ struct shm_wire {
     uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
     uint32_t srq_entries, srq_max_sge;
     uint64_t nonce, rcq_serial, icq_serial;
+    uint32_t flags;                 /* SHM_FLAG_* */
     uint32_t family;
     uint16_t port;
     uint8_t addr[16];
@@ -150,7 +153,8 @@ static void decode_addr(const struct shm_wire *w, struct sockaddr_storage *ss)
 nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
 {
     struct shm_wire w = { .magic = SHM_MAGIC, .version = SHM_VERSION, .type = m->type, .ird = m->ird,
-                          .ord = m->ord, .pdata_len = m->pdata_len };
+                          .ord = m->ord, .pdata_len = m->pdata_len,
+                          .flags = m->type == ND_CM_REJ && m->redirect ? SHM_FLAG_REDIRECT : 0 };
     union { char buf[CMSG_SPACE(sizeof(int) * ND_CM_NFDS)]; struct cmsghdr align; } cbuf;
     struct iovec iov = { &w, sizeof(w) };
     struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -265,6 +269,7 @@ nd_status shm_recv(int sock, struct nd_cm_msg *m)
     m->iarm_slot = w.iarm_slot;
     m->srq_entries = w.srq_entries;
     m->srq_max_sge = w.srq_max_sge;
+    m->redirect = w.type == ND_CM_REJ && (w.flags & SHM_FLAG_REDIRECT);
     m->nonce = w.nonce;
     m->rcq_serial = w.rcq_serial;
     m->icq_serial = w.icq_serial;
@@ -278,17 +283,40 @@ int shm_cm_listen(const struct sockaddr *addr, int port_fd, int backlog)
     return shm_listen(addr, backlog);
 }
 
+/*
+ * May we move bytes in and out of @pid's memory with process_vm_readv/writev? Ptrace rules
+ * decide: Yama's ptrace_scope 1 allows only descendants, a non-dumpable process refuses
+ * everyone, LSMs may say no. The probe asks for one byte at address 0: with access it
+ * fails EFAULT, without it EPERM; nothing is read either way.
+ */
+bool shm_cma_allowed(pid_t pid)
+{
+    char b;
+    struct iovec local = { &b, 1 }, remote = { NULL, 1 };
+
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) < 0 && errno == EFAULT;
+}
+
 /* Only peers of our uid get a shared-memory connection; others are turned away here and
- * reach the listener over TCP (iwarp) instead. */
+ * reach the listener over TCP (iwarp) instead. So are peers whose memory we may not
+ * reach: they are told to come again by the next transport (the dialer checks its own
+ * direction before it asks). */
 int shm_cm_accept(int listen_fd, pid_t *pid)
 {
     for (;;) {
         int fd = shm_accept(listen_fd);
+        struct nd_cm_msg rej;
 
         if (fd < 0)
             return -1;
-        if (shm_peer_same_user(fd, pid))
+        bool same_user = shm_peer_same_user(fd, pid);
+        if (same_user && shm_cma_allowed(*pid))
             return fd;
+        if (same_user) {
+            nd_cm_msg_init(&rej, ND_CM_REJ);
+            rej.redirect = true;
+            shm_send(fd, &rej, NULL);
+        }
         close(fd);
     }
 }
@@ -299,8 +327,8 @@ int shm_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t
 
     if (fd == -ECONNREFUSED || fd == -ENOENT)
         return -ENOENT;     /* nobody serves @dest on this host in this namespace */
-    if (fd >= 0 && !shm_peer_same_user(fd, pid)) {
-        close(fd);          /* another user's listener: no shared memory with it */
+    if (fd >= 0 && (!shm_peer_same_user(fd, pid) || !shm_cma_allowed(*pid))) {
+        close(fd);          /* another user's listener, or one we may not reach: not by shm */
         return -ENOENT;
     }
     return fd;
