@@ -113,6 +113,23 @@ static inline void t_connect(struct t_side *s, uint16_t port, void *pdata, uint3
     CHECK_ST(t_wait(nd_connector_complete_connect(s->c, &ov), &ov), ND_SUCCESS);
 }
 
+/* Bind @s's connector to this side's address (port 0) and Connect it to @dest: the final
+ * status, and in *ms how long the Connect took. */
+static inline nd_status t_connect_timed(struct t_side *s, const struct sockaddr_in *dest, uint64_t *ms)
+{
+    struct sockaddr_in local = t_ipv4(t_my_ip(), 0);
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
+    uint64_t t0;
+    nd_status st;
+
+    CHECK_ST(nd_connector_bind(s->c, (struct sockaddr *)&local, sizeof(local)), ND_SUCCESS);
+    t0 = t_now_ms();
+    st = t_wait(nd_connector_connect(s->c, s->qp, (const struct sockaddr *)dest, sizeof(*dest), 0, 0, NULL, 0, &ov),
+                &ov);
+    *ms = t_now_ms() - t0;
+    return st;
+}
+
 /* Poll the CQ for exactly one result, failing the test after @timeout_ms. */
 static inline nd_result t_poll_one(nd_cq *cq, int timeout_ms)
 {

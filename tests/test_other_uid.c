@@ -30,6 +30,7 @@ static void server(int port_pipe)
     CHECK(setgroups(0, NULL) == 0 && setgid(NOBODY) == 0 && setuid(NOBODY) == 0);
     CHECK(getuid() == NOBODY && geteuid() == NOBODY);
     prctl(PR_SET_DUMPABLE, 1);          /* as a process started by that user would be */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);   /* the uid change cleared it: never outlive the test */
     t_side_open(&s, 4096, 4, 1);
     port = t_listen(&s);
     CHECK_ST(nd_qp_receive(s.qp, (void *)1, &(nd_sge){ s.buf, 4096, s.token }, 1), ND_SUCCESS);

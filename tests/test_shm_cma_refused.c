@@ -28,6 +28,7 @@ static void become_nobody(bool dumpable)
 {
     CHECK(setgroups(0, NULL) == 0 && setgid(NOBODY) == 0 && setuid(NOBODY) == 0);
     CHECK(prctl(PR_SET_DUMPABLE, dumpable ? 1 : 0) == 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);   /* the uid change cleared it: never outlive the test */
 }
 
 static const char *transport_of(const struct t_side *s)

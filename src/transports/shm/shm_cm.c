@@ -244,6 +244,13 @@ nd_status shm_recv(int sock, struct nd_cm_msg *m)
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return ND_PENDING;
     nd_cm_msg_init(m, 0);
+    if (n < 0 && errno == ECONNRESET) {
+        /* A peer that closed with our message unread (a listener that redirected us before
+         * it read the REQ) makes the reset come first: what it sent before is still queued. */
+        do
+            n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+    }
     if (n <= 0) {
         take_fds(&mh, m, false);
         return ND_CONNECTION_ABORTED;
