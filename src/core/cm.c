@@ -448,6 +448,13 @@ static nd_status attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active
     int sock = c->sock;
     nd_status st;
 
+    if (!c->wire->attach_takes_socket) {
+        /* The socket stays ours, and so does its place in the port's set. */
+        st = c->wire->attach(qp, &sock, c->pid, &c->msg, c->ird, c->ord, active);
+        if (st == ND_SUCCESS)
+            nd_qp_link_cm(qp, c->sock, NULL);
+        return st;
+    }
     unregister_sock(c);
     st = c->wire->attach(qp, &sock, c->pid, &c->msg, c->ird, c->ord, active);
     c->wire_owned = sock < 0;

@@ -29,14 +29,16 @@ struct nd_transport_ops {
     /* Read the next message: ND_SUCCESS, ND_PENDING (nothing yet) or ND_CONNECTION_ABORTED.
      * @expect is the type the connector waits for (0 when only the peer leaving is news). */
     nd_status (*cm_recv)(int sock, struct nd_cm_msg *m, uint16_t expect);
-    /* Connect @qp to the peer @m describes (its REQ or REP). The transport may take *sock
-     * (setting it to -1); it then reports the peer leaving with nd_qp_peer_left. */
+    /* Connect @qp to the peer @m describes (its REQ or REP). A transport that declares
+     * attach_takes_socket takes *sock (setting it to -1) and reports the peer leaving with
+     * nd_qp_peer_left; the others leave it to the connector. */
     nd_status (*attach)(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
                         bool active);
     bool attach_at_rtu;             /* the passive side attaches when the RTU arrives, not at Accept */
     /* A dialled socket holds a TCP port of its own: a connector bound to port 0 takes that
      * one rather than reserving another. */
     bool dial_holds_port;
+    bool attach_takes_socket;       /* see attach */
 
     /* ---- data ---- */
     /* Carry out initiator request @wr (recorded in qp->sq); complete it now or later

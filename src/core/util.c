@@ -64,23 +64,32 @@ uint64_t nd_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The nonce: drawn on first use; a fork child draws its own (the atfork hook forgets it). */
+static pthread_mutex_t nonce_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t nonce;
+static _Atomic bool nonce_drawn;
+
+static void forget_nonce(void)
+{
+    atomic_store(&nonce_drawn, false);
+}
+
 uint64_t nd_process_nonce(void)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static _Atomic uint64_t nonce;
-    static _Atomic pid_t drawn_by;
-    pid_t self = getpid();
+    static bool atfork_registered;  /* under nonce_lock */
     uint64_t v;
 
-    if (atomic_load(&drawn_by) == self)
+    if (atomic_load(&nonce_drawn))
         return atomic_load(&nonce);
-    pthread_mutex_lock(&lock);
-    if (atomic_load(&drawn_by) != self) {
+    pthread_mutex_lock(&nonce_lock);
+    if (!atomic_load(&nonce_drawn)) {
         if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
-            v = (uint64_t)nd_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)self;
+            v = (uint64_t)nd_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
         atomic_store(&nonce, v);
-        atomic_store(&drawn_by, self);      /* after the nonce: readers check this first */
+        if (!atfork_registered)
+            atfork_registered = pthread_atfork(NULL, NULL, forget_nonce) == 0;
+        atomic_store(&nonce_drawn, true);   /* after the nonce: readers check this first */
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&nonce_lock);
     return atomic_load(&nonce);
 }

@@ -673,6 +673,7 @@ const struct nd_transport_ops iwarp_transport = {
     .attach = iw_attach,
     .attach_at_rtu = true,
     .dial_holds_port = true,
+    .attach_takes_socket = true,
     .post = iw_post,
     .recv_posted = iw_recv_posted,
     .progress = iw_progress,

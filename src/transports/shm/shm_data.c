@@ -414,7 +414,8 @@ static void shm_shutdown(struct nd_qp *qp, nd_status why)
     atomic_store(&c->pctl->state, ND_WIRE_TERMINATED);
     /* Wake the peer wherever it sleeps, so it flushes now. */
     poke(c->peer_rcq_fd);
-    poke(c->peer_icq_fd);
+    if (c->peer_icq_fd != c->peer_rcq_fd)  /* one CQ for both: one eventfd, one wake */
+        poke(c->peer_icq_fd);
 }
 
 static void shm_destroy(struct nd_qp *qp)
