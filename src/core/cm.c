@@ -430,13 +430,14 @@ static void connector_on_signal(void *obj, struct nd_ovbatch *b)
     struct nd_connector *c = obj;
 
     pthread_mutex_lock(&c->lock);
-    connector_pump(c, b);
+    if (c->magic == ND_MAGIC_CONNECTOR)     /* not closed while this call waited for the lock */
+        connector_pump(c, b);
     pthread_mutex_unlock(&c->lock);
 }
 
 static nd_status register_sock(struct nd_connector *c)
 {
-    nd_status st = nd_port_add_source(c->ov.port, c->sock, c, connector_on_signal, &c->port_source);
+    nd_status st = nd_port_add_source(c->ov.port, c->sock, c, connector_on_signal, &c->inflight, &c->port_source);
 
     c->registered = st == ND_SUCCESS;
     return st;
@@ -1053,6 +1054,7 @@ ND_API nd_status nd_connector_close(nd_connector *c)
     c->magic = ND_MAGIC_DEAD;
     pthread_mutex_unlock(&c->lock);
     nd_port_deliver(&b);
+    nd_port_quiesce(c->ov.port, &c->inflight);     /* a port thread may still be on its way in */
     if (c->qp)
         nd_qp_unref(c->qp);
     nd_cm_msg_close_fds(&c->msg);

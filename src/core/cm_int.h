@@ -29,6 +29,7 @@ struct nd_connector {
     bool wire_owned;
     bool registered;
     uint32_t port_source;
+    _Atomic uint32_t inflight;      /* port calls of our sources running or waiting for the lock */
     pid_t pid;
     struct nd_qp *qp;
     struct nd_cm_msg msg;             /* the peer's REQ, REP or REJ */

@@ -94,8 +94,11 @@ bool nd_ov_is_pending(const nd_overlapped *ov);
  * fd -1 a source without one, which runs when kicked. */
 typedef void (*nd_port_signal_fn)(void *obj, struct nd_ovbatch *batch);
 nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_signal_fn fn,
-                             uint32_t *id);
+                             _Atomic uint32_t *inflight, uint32_t *id);
+/* With @inflight (the object's count of its sources' running calls), removal does not wait
+ * for those calls: the object calls nd_port_quiesce, without its lock, before it frees. */
 void nd_port_del_source(struct nd_port *port, uint32_t id, int fd);
+void nd_port_quiesce(struct nd_port *port, _Atomic uint32_t *inflight);
 /* A source's identity for kicks: its slot and the slot's generation (a removed source's
  * kicks are ignored, even once the slot is reused). */
 struct nd_port_kick {

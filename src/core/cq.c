@@ -513,7 +513,7 @@ nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t dept
         goto err_fd;
     cq->arm = &a->arm_area[cq->arm_slot * (ND_CACHELINE / sizeof(uint32_t))];
     atomic_store(cq->arm, ND_ARM_WORD(0, ND_ARM_NONE));
-    st = nd_port_add_source(port, cq->signal_fd, cq, cq_on_signal, &cq->port_source);
+    st = nd_port_add_source(port, cq->signal_fd, cq, cq_on_signal, NULL, &cq->port_source);
     if (st != ND_SUCCESS)
         goto err_arm;
     pthread_mutex_init(&cq->lock, NULL);

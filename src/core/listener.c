@@ -51,6 +51,7 @@ struct nd_listener {
     uint32_t nwait, capwait;
     struct gcr *g;
     uint32_t ng, capg;
+    _Atomic uint32_t inflight;      /* port calls of our sources running or waiting for the lock */
 };
 
 static void listener_wait(struct nd_ovobj *obj, nd_overlapped *ov);
@@ -160,7 +161,7 @@ static void start_waiting(struct nd_listener *l, struct incoming *in)
         drop_waiting(l, 0);
     if ((l->nwait == l->capwait &&
          !(l->wait = realloc(l->wait, (l->capwait = l->capwait * 2 + 8) * sizeof(*l->wait)))) ||
-        nd_port_add_source(l->ov.port, in->sock, l, listener_on_signal, &in->source) != ND_SUCCESS) {
+        nd_port_add_source(l->ov.port, in->sock, l, listener_on_signal, &l->inflight, &in->source) != ND_SUCCESS) {
         close(in->sock);
         return;
     }
@@ -245,7 +246,8 @@ static void listener_on_signal(void *obj, struct nd_ovbatch *b)
     struct nd_listener *l = obj;
 
     pthread_mutex_lock(&l->lock);
-    listener_pump(l, b);
+    if (l->magic == ND_MAGIC_LISTENER)      /* not closed while this call waited for the lock */
+        listener_pump(l, b);
     pthread_mutex_unlock(&l->lock);
 }
 
@@ -327,7 +329,7 @@ static nd_status open_endpoints(struct nd_listener *l, uint32_t backlog)
             close_endpoints(l);
             return ep->fd == -EADDRINUSE ? STATUS_ADDRESS_ALREADY_ASSOCIATED : ND_INSUFFICIENT_RESOURCES;
         }
-        st = nd_port_add_source(l->ov.port, ep->fd, l, listener_on_signal, &ep->port_source);
+        st = nd_port_add_source(l->ov.port, ep->fd, l, listener_on_signal, &l->inflight, &ep->port_source);
         if (st != ND_SUCCESS) {
             close(ep->fd);
             close_endpoints(l);
@@ -462,6 +464,7 @@ ND_API nd_status nd_listener_close(nd_listener *l)
     l->magic = ND_MAGIC_DEAD;
     pthread_mutex_unlock(&l->lock);
     nd_port_deliver(&b);
+    nd_port_quiesce(l->ov.port, &l->inflight);     /* a port thread may still be on its way in */
     free(l->in);
     free(l->wait);
     free(l->g);

@@ -26,6 +26,7 @@ struct port_source {
     bool removed;               /* freed by the last of them to finish */
     bool kicked;                /* listed in kicked[], to run */
     bool fdless;                /* runs only when kicked */
+    _Atomic uint32_t *inflight; /* the object's count of running calls, or NULL */
 };
 
 /*
@@ -99,21 +100,27 @@ static void call_source_locked(struct nd_port *port, uint32_t idx, uint32_t gen,
     struct dispatch_mark outer = dispatching;
     nd_port_signal_fn fn = s->fn;
     void *obj = s->obj;
+    _Atomic uint32_t *inflight = s->inflight;
 
     if (!obj || (gen != UINT32_MAX && s->gen != gen))
         return;
     s->busy++;
+    if (inflight)
+        atomic_fetch_add(inflight, 1);
     pthread_mutex_unlock(&port->source_lock);
     dispatching = (struct dispatch_mark){ port, idx };
     fn(obj, batch);
     dispatching = outer;
     pthread_mutex_lock(&port->source_lock);
     s = &port->src[idx];            /* the table may have grown meanwhile */
+    bool idle = inflight && atomic_fetch_sub(inflight, 1) == 1;
     if (--s->busy == 0) {
         if (s->removed)
             source_free_locked(port, idx);
-        pthread_cond_broadcast(&port->source_idle);
+        idle = true;
     }
+    if (idle)
+        pthread_cond_broadcast(&port->source_idle);
 }
 
 /* Let every source look at its deferred work (held sends and their timeouts). */
@@ -347,7 +354,7 @@ void nd_port_run_kicked(struct nd_port *port, struct nd_ovbatch *batch)
 }
 
 nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_signal_fn fn,
-                             uint32_t *id)
+                             _Atomic uint32_t *inflight, uint32_t *id)
 {
     struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
     nd_status st = ND_SUCCESS;
@@ -378,6 +385,7 @@ nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_si
     port->src[idx].fn = fn;
     port->src[idx].kicked = false;
     port->src[idx].fdless = fd < 0;
+    port->src[idx].inflight = inflight;
     ev.data.u64 = (uint64_t)port->src[idx].gen << 32 | idx;
     if (fd < 0 ? !kick_room(port) : epoll_ctl(port->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         port->src[idx].obj = NULL;
@@ -412,8 +420,13 @@ static void forget_kicks(struct nd_port *port, uint32_t id)
     port->nfdless--;
 }
 
-/* Once this returns, the source's signal function is not running in another thread and
- * will not be called again (the caller may be inside it: that call finishes normally). */
+/*
+ * Once this returns, the source's signal function will not be called again. A source
+ * without an in-flight counter is also not running in another thread by then (the caller
+ * may be inside it: that call finishes normally). One with a counter may be: its object's
+ * lock is likely held here, and a call blocked on that lock would never end if we waited
+ * for it; the object waits for its counter before it frees itself (nd_port_quiesce).
+ */
 void nd_port_del_source(struct nd_port *port, uint32_t id, int fd)
 {
     pthread_mutex_lock(&port->source_lock);
@@ -425,12 +438,20 @@ void nd_port_del_source(struct nd_port *port, uint32_t id, int fd)
     port->src[id].gen++;
     bool self = dispatching.port == port && dispatching.idx == id;
 
-    while (port->src[id].busy > (self ? 1u : 0u))
+    while (!port->src[id].inflight && port->src[id].busy > (self ? 1u : 0u))
         pthread_cond_wait(&port->source_idle, &port->source_lock);
     if (port->src[id].busy)
         port->src[id].removed = true;       /* our own call frees it when it returns */
     else
         source_free_locked(port, id);
+    pthread_mutex_unlock(&port->source_lock);
+}
+
+void nd_port_quiesce(struct nd_port *port, _Atomic uint32_t *inflight)
+{
+    pthread_mutex_lock(&port->source_lock);
+    while (atomic_load(inflight))
+        pthread_cond_wait(&port->source_idle, &port->source_lock);
     pthread_mutex_unlock(&port->source_lock);
 }
 
