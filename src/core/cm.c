@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * Connectors: the state machine of reference §8.2 over the shm rendezvous. Each
- * connection keeps its rendezvous socket; the port polls it (edge-triggered) so that
- * replies, disconnects and a peer's death arrive without any thread of ours.
+ * Connectors: the state machine of reference §8.2, one for every transport. A connection
+ * keeps its CM socket (shm's rendezvous socket) and the port polls it (edge-triggered),
+ * so that replies, disconnects and a peer's death arrive without any thread of ours; a
+ * transport that takes the socket (iwarp) kicks our port source instead. Handshake steps
+ * that wait on the peer run against ND_CM_TIMEOUT_MS.
  */
 #include "cm_int.h"
 #include "env.h"
@@ -46,96 +48,12 @@ static bool connector_valid(const struct nd_connector *c)
     return c && c->magic == ND_MAGIC_CONNECTOR;
 }
 
-uint32_t nd_sockaddr_len(const struct sockaddr *sa)
-{
-    return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
-static bool addr_ok(const struct sockaddr *sa, uint32_t len)
-{
-    return sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) && len >= nd_sockaddr_len(sa);
-}
-
-static bool is_wildcard(const struct sockaddr *sa)
-{
-    static const struct in6_addr any6 = IN6ADDR_ANY_INIT;
-
-    if (sa->sa_family == AF_INET)
-        return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
-    return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &any6, sizeof(any6));
-}
-
-/* The address part of @sa (no port) into @out, zero-padded, for comparison. */
-static void address_only(const struct sockaddr *sa, struct sockaddr_storage *out)
-{
-    memset(out, 0, sizeof(*out));
-    out->ss_family = sa->sa_family;
-    if (sa->sa_family == AF_INET)
-        ((struct sockaddr_in *)out)->sin_addr = ((const struct sockaddr_in *)sa)->sin_addr;
-    else
-        ((struct sockaddr_in6 *)out)->sin6_addr = ((const struct sockaddr_in6 *)sa)->sin6_addr;
-}
-
-nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok)
-{
-    struct sockaddr_storage key;
-    unsigned ifindex;
-    bool seen;
-
-    if (is_wildcard(sa))
-        return wildcard_ok ? ND_SUCCESS : ND_INVALID_ADDRESS;
-    address_only(sa, &key);
-    pthread_mutex_lock(&a->lock);
-    seen = a->local_seen_ns && nd_now_ns() - a->local_seen_ns < 1000000000ull &&
-           !memcmp(&key, &a->local_seen, sizeof(key));
-    pthread_mutex_unlock(&a->lock);
-    if (seen)
-        return ND_SUCCESS;
-    if (nd_addr_resolve(sa, nd_sockaddr_len(sa), &ifindex) != ND_SUCCESS || ifindex != a->ifindex)
-        return ND_INVALID_ADDRESS;
-    pthread_mutex_lock(&a->lock);
-    a->local_seen = key;
-    a->local_seen_ns = nd_now_ns();
-    pthread_mutex_unlock(&a->lock);
-    return ND_SUCCESS;
-}
-
-nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out, bool listener)
-{
-    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-    socklen_t len = sizeof(*bound);
-
-    if (fd < 0)
-        return ND_INSUFFICIENT_RESOURCES;
-    if (sa->sa_family == AF_INET6)
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-    if (listener)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, sa, nd_sockaddr_len(sa)) < 0) {
-        int e = errno;
-
-        close(fd);
-        return e == EADDRINUSE ? STATUS_ADDRESS_ALREADY_ASSOCIATED
-               : e == EADDRNOTAVAIL ? ND_INVALID_ADDRESS : ND_TOO_MANY_ADDRESSES;
-    }
-    getsockname(fd, (struct sockaddr *)bound, &len);
-    *fd_out = fd;
-    return ND_SUCCESS;
-}
-
-/* In network order, as the sockaddr holds it. */
-static uint16_t port_of(const struct sockaddr *sa)
-{
-    return sa->sa_family == AF_INET ? ((const struct sockaddr_in *)sa)->sin_port
-                                    : ((const struct sockaddr_in6 *)sa)->sin6_port;
-}
-
 /* A connector bound to port 0 gets its reservation now (connector lock held). */
 static nd_status reserve_if_unset(struct nd_connector *c)
 {
     struct sockaddr_storage want = c->local;
 
-    if (port_of((struct sockaddr *)&c->local))
+    if (nd_sockaddr_port((struct sockaddr *)&c->local))
         return ND_SUCCESS;
     return nd_cm_reserve_port((struct sockaddr *)&want, &c->local, &c->port_fd, false);
 }
@@ -171,14 +89,14 @@ ND_API nd_status nd_connector_bind(nd_connector *c, const struct sockaddr *addr,
 
     if (!connector_valid(c))
         return ND_INVALID_HANDLE;
-    if (!addr_ok(addr, len))
+    if (!nd_sockaddr_ok(addr, len))
         return ND_INVALID_PARAMETER_1;
     pthread_mutex_lock(&c->lock);
     if (c->state != ND_CS_IDLE)
         st = STATUS_ADDRESS_ALREADY_ASSOCIATED;
     else if ((st = nd_cm_check_local(c->adapter, addr, false)) != ND_SUCCESS)
         ;
-    else if (port_of(addr)) {
+    else if (nd_sockaddr_port(addr)) {
         if ((st = nd_cm_reserve_port(addr, &c->local, &c->port_fd, false)) == ND_SUCCESS)
             c->state = ND_CS_BOUND;
     } else {
@@ -226,14 +144,6 @@ static void close_sock(struct nd_connector *c)
     c->wire_owned = false;
 }
 
-static void set_port(struct sockaddr_storage *ss, uint16_t port_be)
-{
-    if (ss->ss_family == AF_INET)
-        ((struct sockaddr_in *)ss)->sin_port = port_be;
-    else
-        ((struct sockaddr_in6 *)ss)->sin6_port = port_be;
-}
-
 static void deadline_stop(struct nd_connector *c);
 static void deadline_start(struct nd_connector *c);
 static nd_status redirect(struct nd_connector *c);
@@ -248,7 +158,7 @@ static void connect_failed(struct nd_connector *c, nd_status why, struct nd_ovba
     nd_qp_unref(c->qp);
     c->qp = NULL;
     if (c->port_from_dial)
-        set_port(&c->local, 0);
+        nd_sockaddr_set_port(&c->local, 0);
     c->port_from_dial = false;
     if (b)
         finish_kind(c, ND_CR_CONNECT, why, b);
@@ -564,11 +474,11 @@ static nd_status take_port(struct nd_connector *c, int fd)
 
     if (!c->wire->dial_holds_port)
         return reserve_if_unset(c);
-    if (port_of((struct sockaddr *)&c->local) && !c->port_from_dial)
+    if (nd_sockaddr_port((struct sockaddr *)&c->local) && !c->port_from_dial)
         return ND_SUCCESS;          /* Bind named it, or GetLocalAddress reserved it */
     if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0 || ss.ss_family != c->local.ss_family)
         return ND_INSUFFICIENT_RESOURCES;
-    set_port(&c->local, port_of((struct sockaddr *)&ss));
+    nd_sockaddr_set_port(&c->local, nd_sockaddr_port((struct sockaddr *)&ss));
     c->port_from_dial = true;
     return ND_SUCCESS;
 }
@@ -643,7 +553,7 @@ ND_API nd_status nd_connector_connect(nd_connector *c, nd_qp *qp, const struct s
         return ND_INVALID_HANDLE;
     if (!nd_qp_valid(qp) || qp->adapter != c->adapter)
         return ND_INVALID_PARAMETER_1;
-    if (!addr_ok(dest, dest_len))
+    if (!nd_sockaddr_ok(dest, dest_len))
         return ND_INVALID_PARAMETER_2;
     if (plen > nd_limits.max_caller_data)
         return ND_INVALID_BUFFER_SIZE;
@@ -651,7 +561,7 @@ ND_API nd_status nd_connector_connect(nd_connector *c, nd_qp *qp, const struct s
         return ND_INVALID_PARAMETER_6;
     if (!ov)
         return ND_INVALID_PARAMETER_8;
-    if (is_wildcard(dest))
+    if (nd_sockaddr_is_wildcard(dest))
         return STATUS_BAD_NETWORK_NAME;
     pthread_mutex_lock(&c->lock);
     if (c->state == ND_CS_IDLE)
@@ -862,21 +772,6 @@ ND_API nd_status nd_connector_get_private_data(nd_connector *c, void *buf, uint3
     return st;
 }
 
-static nd_status copy_addr(const struct sockaddr_storage *ss, struct sockaddr *out, uint32_t *len)
-{
-    uint32_t need = nd_sockaddr_len((const struct sockaddr *)ss);
-
-    if (!len)
-        return ND_INVALID_PARAMETER_2;
-    if (!out || *len < need) {
-        *len = need;
-        return ND_BUFFER_OVERFLOW;
-    }
-    memcpy(out, ss, need);
-    *len = need;
-    return ND_SUCCESS;
-}
-
 ND_API nd_status nd_connector_get_local_address(nd_connector *c, struct sockaddr *addr, uint32_t *len)
 {
     nd_status st;
@@ -889,7 +784,7 @@ ND_API nd_status nd_connector_get_local_address(nd_connector *c, struct sockaddr
     else if (c->state == ND_CS_BOUND && (st = reserve_if_unset(c)) != ND_SUCCESS)
         ;
     else
-        st = copy_addr(&c->local, addr, len);
+        st = nd_sockaddr_copy_out(&c->local, addr, len);
     pthread_mutex_unlock(&c->lock);
     return st;
 }
@@ -903,7 +798,7 @@ ND_API nd_status nd_connector_get_peer_address(nd_connector *c, struct sockaddr 
     pthread_mutex_lock(&c->lock);
     switch (c->state) {
     case ND_CS_REQ_RECEIVED: case ND_CS_REP_RECEIVED: case ND_CS_ACCEPTING: case ND_CS_CONNECTED:
-        st = copy_addr(&c->peer, addr, len);
+        st = nd_sockaddr_copy_out(&c->peer, addr, len);
         break;
     default:
         st = ND_CONNECTION_INVALID;

@@ -43,8 +43,16 @@ struct nd_connector {
 
 struct nd_listener;
 
-/* Shared by connectors (cm.c) and listeners (listener.c). */
+/* Shared by connectors (cm.c) and listeners (listener.c); cm_addr.c. */
 uint32_t nd_sockaddr_len(const struct sockaddr *sa);
+/* An IPv4 or IPv6 address of at least its length. */
+bool nd_sockaddr_ok(const struct sockaddr *sa, uint32_t len);
+bool nd_sockaddr_is_wildcard(const struct sockaddr *sa);
+/* The port in network order, as the sockaddr holds it. */
+uint16_t nd_sockaddr_port(const struct sockaddr *sa);
+void nd_sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port_be);
+/* Copy @ss out to the caller's buffer, ND style: ND_BUFFER_OVERFLOW with the size needed. */
+nd_status nd_sockaddr_copy_out(const struct sockaddr_storage *ss, struct sockaddr *out, uint32_t *len);
 /* Is @sa an address of @a (or the wildcard, when allowed)? */
 nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok);
 /* Reserve @sa's port in the TCP port space (port 0: the kernel picks); fills the port in. */

@@ -93,7 +93,7 @@ ND_API nd_status nd_listener_bind(nd_listener *l, const struct sockaddr *addr, u
 
     if (!listener_valid(l))
         return ND_INVALID_HANDLE;
-    if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) || len < nd_sockaddr_len(addr))
+    if (!nd_sockaddr_ok(addr, len))
         return ND_INVALID_PARAMETER_1;
     pthread_mutex_lock(&l->lock);
     if (l->state != LS_IDLE)
