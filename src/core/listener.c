@@ -123,14 +123,30 @@ static void reject_and_close(const struct nd_transport_ops *wire, int sock)
 #define WAIT_MAX 256u               /* silent connections kept at once; the oldest goes first */
 #define REQ_GRACE_MS 1              /* how long accepting waits for a REQ before deferring it */
 
+/* @arr (of *@cap elements of @size, @n used) with room for one more: itself, a larger
+ * copy (*@cap updated), or NULL when out of memory (@arr left as it was). */
+static void *with_room(void *arr, uint32_t *cap, uint32_t n, size_t size)
+{
+    void *grown;
+
+    if (n < *cap)
+        return arr;
+    if ((grown = realloc(arr, (*cap * 2 + 8) * size)))
+        *cap = *cap * 2 + 8;
+    return grown;
+}
+
 static void queue_request(struct nd_listener *l, struct incoming *in)
 {
-    if ((l->backlog && l->nin >= l->backlog) ||
-        (l->nin == l->capin && !(l->in = realloc(l->in, (l->capin = l->capin * 2 + 8) * sizeof(*l->in))))) {
+    struct incoming *in_room = l->backlog && l->nin >= l->backlog
+                               ? NULL : with_room(l->in, &l->capin, l->nin, sizeof(*l->in));
+
+    if (!in_room) {
         nd_cm_msg_close_fds(&in->req);
         reject_and_close(in->wire, in->sock);     /* over the backlog: ND_CONNECTION_REFUSED at the peer */
         return;
     }
+    l->in = in_room;
     l->in[l->nin++] = *in;
 }
 
@@ -159,9 +175,11 @@ static void start_waiting(struct nd_listener *l, struct incoming *in)
 {
     if (l->nwait == WAIT_MAX)
         drop_waiting(l, 0);
-    if ((l->nwait == l->capwait &&
-         !(l->wait = realloc(l->wait, (l->capwait = l->capwait * 2 + 8) * sizeof(*l->wait)))) ||
-        nd_port_add_source(l->ov.port, in->sock, l, listener_on_signal, &l->inflight, &in->source) != ND_SUCCESS) {
+    struct incoming *room = with_room(l->wait, &l->capwait, l->nwait, sizeof(*l->wait));
+
+    if (room)
+        l->wait = room;
+    if (!room || nd_port_add_source(l->ov.port, in->sock, l, listener_on_signal, &l->inflight, &in->source) != ND_SUCCESS) {
         close(in->sock);
         return;
     }
@@ -384,6 +402,7 @@ ND_API nd_status nd_listener_get_connection_request(nd_listener *l, nd_connector
 {
     struct nd_ovbatch b;
     nd_status st = ND_PENDING;
+    struct gcr *g_room;
 
     if (!listener_valid(l))
         return ND_INVALID_HANDLE;
@@ -397,10 +416,11 @@ ND_API nd_status nd_listener_get_connection_request(nd_listener *l, nd_connector
         st = ND_INVALID_DEVICE_STATE;
     } else if (!nd_connector_queue(c, l->adapter)) {
         st = ND_INVALID_DEVICE_STATE;
-    } else if (l->ng == l->capg && !(l->g = realloc(l->g, (l->capg = l->capg * 2 + 8) * sizeof(*l->g)))) {
+    } else if (!(g_room = with_room(l->g, &l->capg, l->ng, sizeof(*l->g)))) {
         nd_connector_unqueue(c);
         st = ND_NO_MEMORY;
     } else {
+        l->g = g_room;
         l->g[l->ng++] = (struct gcr){ ov, c };
         nd_ov_start(&l->ov, ov);
         ov->internal_reserved = ND_CR_GET_REQUEST;

@@ -321,7 +321,7 @@ void nd_port_kick(const struct nd_port_kick *k)
 
     pthread_mutex_lock(&port->source_lock);
     struct port_source *s = &port->src[k->id];
-    if (s->obj && s->gen == k->gen && !s->kicked) {
+    if (s->obj && s->gen == k->gen && s->fdless && !s->kicked) {
         s->kicked = true;
         port->kicked[port->nkicked++] = k->id;
         if (port->nkicked == 1 && write(port->kick_fd, &one, sizeof(one)) < 0)
@@ -332,7 +332,12 @@ void nd_port_kick(const struct nd_port_kick *k)
 
 int nd_port_kick_fd(struct nd_port *port)
 {
-    return port->kick_fd;
+    int fd;
+
+    pthread_mutex_lock(&port->source_lock);     /* made by whichever thread came first */
+    fd = port->kick_fd;
+    pthread_mutex_unlock(&port->source_lock);
+    return fd;
 }
 
 void nd_port_run_kicked(struct nd_port *port, struct nd_ovbatch *batch)
