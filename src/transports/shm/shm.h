@@ -36,7 +36,8 @@ nd_status shm_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect);
 /* Connect @qp over @sock to the peer described by @m (its REQ or REP). Takes the fds. */
 nd_status shm_attach(struct nd_qp *qp, int sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord);
 /* A peer CQ's signal descriptor, shared by the connections to it (shm_signal.c). Get
- * takes @fd (closing it when the CQ is known already); NULL when out of memory. */
+ * takes @fd (closing it when the CQ is known already; -1 when the peer sent none because
+ * it sent that CQ's already); NULL when out of memory or unknown without a descriptor. */
 struct shm_signal;
 struct shm_signal *shm_signal_get(pid_t pid, uint64_t nonce, uint64_t serial, int fd);
 int shm_signal_fd(const struct shm_signal *s);

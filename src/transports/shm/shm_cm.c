@@ -16,6 +16,7 @@
 #define SHM_MAGIC 0x4e44434du
 #define SHM_VERSION 2u
 #define SHM_FLAG_REDIRECT 1u        /* REJ: come again by another transport */
+#define SHM_FLAG_ONE_CQ 2u          /* REQ/REP: one CQ serves both queues (one eventfd goes) */
 
 /* The message on the wire: fixed size, little-endian host order (same host). */
 struct shm_wire {
@@ -158,7 +159,7 @@ nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
     union { char buf[CMSG_SPACE(sizeof(int) * ND_CM_NFDS)]; struct cmsghdr align; } cbuf;
     struct iovec iov = { &w, sizeof(w) };
     struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-    int fds[ND_CM_NFDS], ro_fd = -1;
+    int fds[ND_CM_NFDS], ro_fd = -1, nfds = 0;
     ssize_t n;
 
     memcpy(w.pdata, m->pdata, m->pdata_len);
@@ -175,16 +176,19 @@ nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
         w.nonce = nd_process_nonce();
         w.rcq_serial = qp->rcq->serial;
         w.icq_serial = qp->icq->serial;
-        fds[0] = qp->region_fd;
-        fds[1] = ro_fd;
-        fds[2] = qp->rcq->signal_fd;
-        fds[3] = qp->icq->signal_fd;
-        fds[4] = qp->region_fd;
+        /* Only distinct descriptors travel: each one costs the receiver an install and a close. */
+        fds[nfds++] = qp->region_fd;
+        fds[nfds++] = ro_fd;
+        fds[nfds++] = qp->rcq->signal_fd;
+        if (qp->icq != qp->rcq)
+            fds[nfds++] = qp->icq->signal_fd;
+        else
+            w.flags |= SHM_FLAG_ONE_CQ;
         if (qp->srq) {
             struct nd_srq_fds sf;
 
             nd_srq_export(qp->srq, &sf);
-            fds[4] = sf.region_fd;
+            fds[nfds++] = sf.region_fd;
             w.srq_entries = sf.entries;
             w.srq_max_sge = sf.max_sge;
         }
@@ -194,8 +198,9 @@ nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
         struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
         c->cmsg_level = SOL_SOCKET;
         c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(fds));
-        memcpy(CMSG_DATA(c), fds, sizeof(fds));
+        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
     }
     do
         n = sendmsg(sock, &mh, MSG_NOSIGNAL);
@@ -206,25 +211,39 @@ nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
     return ND_CONNECTION_ABORTED;
 }
 
-/* Keep exactly the descriptors a message of this type carries; close anything else. */
-static bool take_fds(struct msghdr *mh, struct nd_cm_msg *m, bool want)
+/* How many descriptors a message with this header carries (REQ and REP describe a QP). */
+static size_t fds_expected(const struct shm_wire *w)
 {
-    bool ok = !want;
+    if (w->type != ND_CM_REQ && w->type != ND_CM_REP)
+        return 0;
+    return 3 + !(w->flags & SHM_FLAG_ONE_CQ) + (w->srq_entries != 0);
+}
+
+/* Keep the descriptors of the first SCM_RIGHTS block if there are exactly @want of them,
+ * in m->fds' places (region, adapter, receive CQ, initiator CQ or -1, SRQ region or -1);
+ * close everything else. False if they were not what the header promised. */
+static bool take_fds(struct msghdr *mh, struct nd_cm_msg *m, size_t want, bool one_cq)
+{
+    bool ok = !want, first = true;
 
     for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
             continue;
-        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int), k = 0;
         int fds[16];
 
         memcpy(fds, CMSG_DATA(c), (n < 16 ? n : 16) * sizeof(int));
-        if (want && n == ND_CM_NFDS && !ok) {
-            memcpy(m->fds, fds, sizeof(m->fds));
+        if (first && want && n == want) {
+            m->fds[0] = fds[k++];
+            m->fds[1] = fds[k++];
+            m->fds[2] = fds[k++];
+            m->fds[3] = one_cq ? -1 : fds[k++];
+            m->fds[4] = k < n ? fds[k++] : -1;
             ok = true;
-            continue;
         }
-        for (size_t i = 0; i < n && i < 16; i++)
-            close(fds[i]);
+        first = false;
+        for (; k < n && k < 16; k++)
+            close(fds[k]);
     }
     return ok;
 }
@@ -252,11 +271,11 @@ nd_status shm_recv(int sock, struct nd_cm_msg *m)
         while (n < 0 && errno == EINTR);
     }
     if (n <= 0) {
-        take_fds(&mh, m, false);
+        take_fds(&mh, m, 0, false);
         return ND_CONNECTION_ABORTED;
     }
-    bool carries_qp = n == (ssize_t)sizeof(w) && (w.type == ND_CM_REQ || w.type == ND_CM_REP);
-    if (!take_fds(&mh, m, carries_qp) || n != (ssize_t)sizeof(w) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+    size_t want = n == (ssize_t)sizeof(w) ? fds_expected(&w) : 0;
+    if (!take_fds(&mh, m, want, w.flags & SHM_FLAG_ONE_CQ) || n != (ssize_t)sizeof(w) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
         w.magic != SHM_MAGIC || w.version != SHM_VERSION || w.type < ND_CM_REQ || w.type > ND_CM_DISC ||
         w.pdata_len > ND_CM_MAX_PDATA) {
         nd_cm_msg_close_fds(m);

@@ -512,7 +512,8 @@ nd_status shm_attach(struct nd_qp *qp, int sock, pid_t pid, struct nd_cm_msg *m,
         c->psrq_entries = m->srq_entries;
         c->psrq_max_sge = m->srq_max_sge;
     }
-    close(m->fds[4]);
+    if (m->fds[4] >= 0)
+        close(m->fds[4]);
     m->fds[4] = -1;
     c->prcq = shm_signal_get(pid, m->nonce, m->rcq_serial, m->fds[2]);
     c->picq = shm_signal_get(pid, m->nonce, m->icq_serial, m->fds[3]);

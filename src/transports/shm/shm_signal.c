@@ -42,12 +42,13 @@ struct shm_signal *shm_signal_get(pid_t pid, uint64_t nonce, uint64_t serial, in
             break;
     if (s) {
         s->refs++;
-        close(fd);                  /* the same eventfd, once more: ours will do */
-    } else if ((s = malloc(sizeof(*s)))) {
+        if (fd >= 0)
+            close(fd);              /* the same eventfd, once more: ours will do */
+    } else if (fd >= 0 && (s = malloc(sizeof(*s)))) {
         *s = (struct shm_signal){ .pid = pid, .nonce = nonce, .serial = serial, .fd = fd, .refs = 1,
                                   .next = buckets[b] };
         buckets[b] = s;
-    } else {
+    } else if (fd >= 0) {
         close(fd);
     }
     pthread_mutex_unlock(&lock);
