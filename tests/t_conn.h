@@ -59,17 +59,24 @@ static inline void t_side_open(struct t_side *s, size_t len, uint32_t depth, uin
     s->token = nd_mr_get_local_token(s->mr);
 }
 
+/* Close what every test side has, once its connectors and queue pairs are gone: the
+ * listener (if any), the region, the CQ, the port, the adapter; each must succeed. */
+static inline void t_close_base(nd_listener *l, nd_mr *mr, nd_cq *cq, nd_port *port, nd_adapter *a)
+{
+    if (l)
+        CHECK_ST(nd_listener_close(l), ND_SUCCESS);
+    CHECK_ST(nd_mr_close(mr), ND_SUCCESS);
+    CHECK_ST(nd_cq_close(cq), ND_SUCCESS);
+    CHECK_ST(nd_port_close(port), ND_SUCCESS);
+    CHECK_ST(nd_adapter_close(a), ND_SUCCESS);
+}
+
 static inline void t_side_close(struct t_side *s)
 {
     if (s->c)
         CHECK_ST(nd_connector_close(s->c), ND_SUCCESS);
-    if (s->l)
-        CHECK_ST(nd_listener_close(s->l), ND_SUCCESS);
     CHECK_ST(nd_qp_close(s->qp), ND_SUCCESS);
-    CHECK_ST(nd_mr_close(s->mr), ND_SUCCESS);
-    CHECK_ST(nd_cq_close(s->cq), ND_SUCCESS);
-    CHECK_ST(nd_port_close(s->port), ND_SUCCESS);
-    CHECK_ST(nd_adapter_close(s->a), ND_SUCCESS);
+    t_close_base(s->l, s->mr, s->cq, s->port, s->a);
     munmap(s->buf, s->len);
 }
 

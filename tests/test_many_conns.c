@@ -80,12 +80,7 @@ static void many_close(struct many *m)
         CHECK_ST(nd_connector_close(m->c[i]), ND_SUCCESS);
         CHECK_ST(nd_qp_close(m->qp[i]), ND_SUCCESS);
     }
-    if (m->l)
-        CHECK_ST(nd_listener_close(m->l), ND_SUCCESS);
-    CHECK_ST(nd_mr_close(m->mr), ND_SUCCESS);
-    CHECK_ST(nd_cq_close(m->cq), ND_SUCCESS);
-    CHECK_ST(nd_port_close(m->port), ND_SUCCESS);
-    CHECK_ST(nd_adapter_close(m->a), ND_SUCCESS);
+    t_close_base(m->l, m->mr, m->cq, m->port, m->a);
     free(m->qp);
     free(m->c);
     free(m->words);

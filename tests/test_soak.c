@@ -115,12 +115,7 @@ static void side_close(struct side *s)
         CHECK_ST(nd_connector_close(s->c[q]), ND_SUCCESS);
         CHECK_ST(nd_qp_close(s->qp[q]), ND_SUCCESS);
     }
-    if (s->l)
-        CHECK_ST(nd_listener_close(s->l), ND_SUCCESS);
-    CHECK_ST(nd_mr_close(s->mr), ND_SUCCESS);
-    CHECK_ST(nd_cq_close(s->cq), ND_SUCCESS);
-    CHECK_ST(nd_port_close(s->port), ND_SUCCESS);
-    CHECK_ST(nd_adapter_close(s->a), ND_SUCCESS);
+    t_close_base(s->l, s->mr, s->cq, s->port, s->a);
     munmap(s->buf, per_qp() * qps);
 }
 

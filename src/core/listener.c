@@ -162,13 +162,21 @@ static nd_status read_request(struct incoming *in)
     return st;
 }
 
-static void drop_waiting(struct nd_listener *l, uint32_t i)
+/* Take connection @i off the waiting list (the port stops watching it); it is returned. */
+static struct incoming unwait(struct nd_listener *l, uint32_t i)
 {
-    nd_port_del_source(l->ov.port, l->wait[i].source, l->wait[i].sock);
-    close(l->wait[i].sock);
+    struct incoming in = l->wait[i];
+
+    nd_port_del_source(l->ov.port, in.source, in.sock);
     memmove(&l->wait[i], &l->wait[i + 1], (--l->nwait - i) * sizeof(*l->wait));
     if (!l->nwait)
         nd_port_timed(l->ov.port, -1);
+    return in;
+}
+
+static void drop_waiting(struct nd_listener *l, uint32_t i)
+{
+    close(unwait(l, i).sock);
 }
 
 static void start_waiting(struct nd_listener *l, struct incoming *in)
@@ -194,16 +202,13 @@ static void check_waiting(struct nd_listener *l)
     uint64_t now = nd_now_ns();
 
     for (uint32_t i = 0; i < l->nwait;) {
-        struct incoming in = l->wait[i];
-        nd_status st = read_request(&in);
+        nd_status st = read_request(&l->wait[i]);
 
         if (st == ND_SUCCESS) {
-            nd_port_del_source(l->ov.port, in.source, in.sock);
-            memmove(&l->wait[i], &l->wait[i + 1], (--l->nwait - i) * sizeof(*l->wait));
-            if (!l->nwait)
-                nd_port_timed(l->ov.port, -1);
+            struct incoming in = unwait(l, i);
+
             queue_request(l, &in);
-        } else if (st != ND_PENDING || now >= in.deadline_ns) {
+        } else if (st != ND_PENDING || now >= l->wait[i].deadline_ns) {
             drop_waiting(l, i);
         } else {
             i++;
