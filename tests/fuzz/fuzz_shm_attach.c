@@ -115,7 +115,6 @@ static void attach(struct input *in)
 {
     struct nd_cm_msg m;
     nd_qp *qp;
-    int sv[2];
 
     if (nd_adapter_create_queue_pair(adapter, cq, cq, NULL, 4, 4, 1, 1, 0, &qp) != ND_SUCCESS)
         abort();
@@ -137,12 +136,8 @@ static void attach(struct input *in)
     m.fds[2] = eventfd(0, EFD_CLOEXEC);
     m.fds[3] = eventfd(0, EFD_CLOEXEC);
     m.fds[4] = peer_region(in, 1u << 16);
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-        abort();
-    shm_attach(qp, sv[0], getpid(), &m, 1, 1);       /* takes the descriptors either way */
+    shm_attach(qp, getpid(), &m, 1, 1);       /* takes the descriptors either way */
     nd_qp_close(qp);
-    close(sv[0]);
-    close(sv[1]);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -33,8 +33,9 @@ int shm_cm_accept(int listen_fd, pid_t *pid);
 int shm_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t *pid);
 nd_status shm_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect);
 
-/* Connect @qp over @sock to the peer described by @m (its REQ or REP). Takes the fds. */
-nd_status shm_attach(struct nd_qp *qp, int sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord);
+/* Connect @qp to the peer @pid described by @m (its REQ or REP). Takes the fds. The
+ * connection socket stays the connector's (it lends it to the QP for liveness). */
+nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord);
 /* A peer CQ's signal descriptor, shared by the connections to it (shm_signal.c). Get
  * takes @fd (closing it when the CQ is known already; -1 when the peer sent none because
  * it sent that CQ's already); NULL when out of memory or unknown without a descriptor. */

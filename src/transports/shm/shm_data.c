@@ -437,7 +437,8 @@ static void shm_destroy(struct nd_qp *qp)
 static nd_status shm_cm_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird,
                                uint32_t ord, bool active)
 {
-    return shm_attach(qp, *sock, pid, m, ird, ord);
+    (void)sock;
+    return shm_attach(qp, pid, m, ird, ord);
 }
 
 const struct nd_transport_ops shm_transport = {
@@ -475,7 +476,7 @@ static bool geometry_ok(const struct nd_cm_msg *m)
            m->arm_slot < ND_MAX_CQS_PER_ADAPTER && m->iarm_slot < ND_MAX_CQS_PER_ADAPTER;
 }
 
-nd_status shm_attach(struct nd_qp *qp, int sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord)
+nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord)
 {
     struct shm_conn *c = calloc(1, sizeof(*c));
 
