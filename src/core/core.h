@@ -174,6 +174,9 @@ bool nd_ifindex_exists(unsigned ifindex);
 int nd_futex_wait(uint32_t *word, uint32_t expect, int timeout_ms);
 int nd_futex_wake(uint32_t *word, int n);
 uint64_t nd_now_ns(void);
+/* The same clock at tick resolution (a few ms), for deadlines of a second or so: a fifth
+ * the cost of nd_now_ns, which counts on the data path. Compare only with its own kind. */
+uint64_t nd_coarse_ns(void);
 int nd_memfd_sealed(const char *name, size_t size);
 /* A random number drawn once per process (after fork, the child draws its own). */
 uint64_t nd_process_nonce(void);

@@ -13,7 +13,7 @@
 #include "mem_int.h"
 
 #define ND_QP_REGION_MAGIC 0x4e445152u
-#define ND_QP_REGION_VERSION 1u
+#define ND_QP_REGION_VERSION 2u
 /*
  * Message slots, one per inbound ring position: Sends up to the slot size are copied in by
  * the peer and out by us (two memcpy beat a cross-memory call, a system call, below a few
@@ -45,12 +45,20 @@ struct nd_qp_ctl {
     uint32_t max_sge;
     uint32_t slot_size;
     uint32_t reserved[3];
-    _Atomic uint32_t rq_prod;       /* receives posted; written by the owner */
     _Atomic uint32_t state;         /* enum nd_wire_state; either side may terminate */
     _Atomic int32_t term_status;    /* why, from the terminating side's point of view */
     _Atomic uint32_t peer_waiting;  /* the peer holds a send until a receive is posted */
-    uint8_t pad[128 - 48];
+    uint8_t pad0[64 - 44];
+    /*
+     * Its own line: the owner bumps it on every receive it posts, while both sides read
+     * state on every post and poll. Sharing a line would move it between CPUs each round
+     * trip (a miss for every poller); the peer reads rq_prod only when credits run out.
+     */
+    _Atomic uint32_t rq_prod;       /* receives posted; written by the owner */
+    uint8_t pad1[64 - 4];
 };
+
+_Static_assert(sizeof(struct nd_qp_ctl) == 128, "the control block is two cache lines");
 
 /* Offsets of the region's parts, computed the same way on both sides. */
 struct nd_qp_layout {

@@ -64,6 +64,14 @@ uint64_t nd_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t nd_coarse_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* The nonce: drawn on first use; a fork child draws its own (the atfork hook forgets it). */
 static pthread_mutex_t nonce_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t nonce;

@@ -271,7 +271,7 @@ static void frame_request(struct iw_conn *c, struct iw_txe *e)
 
 static void rdq_push(struct iw_conn *c, uint32_t upto, int32_t txe)
 {
-    uint64_t now = nd_now_ns();
+    uint64_t now = nd_coarse_ns();      /* timeouts are seconds: tick resolution will do */
 
     c->rdq[(c->rdq_head + c->rdq_count++) % IW_RDQ_CAP] = (struct iw_rd){ .upto = upto, .txe = txe, .sent_ns = now };
     c->reads_out++;
@@ -447,6 +447,7 @@ void iw_tx_pump(struct iw_conn *c)
     struct iovec iov[256];
 
     __atomic_store_n(&c->owed_since, 0, __ATOMIC_RELAXED);  /* frame_all answers every queued Read */
+    c->owed_polled_ns = 0;
     while (!c->dead) {
         ssize_t w;
 
@@ -455,7 +456,10 @@ void iw_tx_pump(struct iw_conn *c)
         if (!c->txf_count || c->dead)
             break;
         struct msghdr mh = { .msg_iov = iov, .msg_iovlen = gather(c, iov, 256) };
-        w = sendmsg(c->sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        /* One piece (every small batch, see gather) goes with send: the kernel then has
+         * no message header or iovec array to copy in. */
+        w = mh.msg_iovlen == 1 ? send(c->sock, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT)
+                               : sendmsg(c->sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -549,6 +553,16 @@ void iw_recv_posted(struct nd_qp *qp)
         iw_rx_pump(c);
 }
 
+/* Have fence answers waited IW_FENCE_DEFER_NS of polls for a post to ride on? QP lock held. */
+static bool owed_too_long(struct iw_conn *c)
+{
+    uint64_t now = nd_now_ns();
+
+    if (!c->owed_polled_ns)
+        c->owed_polled_ns = now;
+    return now - c->owed_polled_ns >= IW_FENCE_DEFER_NS;
+}
+
 /* From an application thread polling one of the QP's CQs: move bytes here and now,
  * saving the engine's wake-up. Never waits for the lock. */
 void iw_progress(struct nd_qp *qp)
@@ -564,7 +578,7 @@ void iw_progress(struct nd_qp *qp)
         c->app_rx = true;
         iw_rx_pump(c);
         c->app_rx = false;
-        if (!c->dead && (c->want_out || (c->owed_since && nd_now_ns() - c->owed_since >= IW_FENCE_DEFER_NS)))
+        if (!c->dead && (c->want_out || (c->owed_since && owed_too_long(c))))
             iw_tx_pump(c);
     }
     pthread_mutex_unlock(&qp->lock);
@@ -615,7 +629,7 @@ void iw_check_overdue(struct iw_conn *c)
 {
     /* Read the clock under the lock: a Read sent after the caller's look is younger. */
     if (c->dead || !c->rdq_count ||
-        (int64_t)(nd_now_ns() - c->rdq[c->rdq_head].sent_ns) < (int64_t)c->timeout_ns)
+        (int64_t)(nd_coarse_ns() - c->rdq[c->rdq_head].sent_ns) < (int64_t)c->timeout_ns)
         return;
     nd_log(ND_LOG_INFO, ND_SUB_IWARP, "no answer to a Read for %llu ms: the peer stopped",
            (unsigned long long)(c->timeout_ns / 1000000));

@@ -122,7 +122,7 @@ static bool park_if_polled(struct iw_engine *e, uint64_t key, uint32_t events)
  */
 static uint32_t tick_polled(struct iw_engine *e, uint64_t *keys, uint32_t max, bool *active)
 {
-    uint64_t now = nd_now_ns();
+    uint64_t now = nd_now_ns(), coarse = nd_coarse_ns();   /* the latter for owed_since */
     uint32_t n = 0;
 
     *active = false;
@@ -141,7 +141,7 @@ static uint32_t tick_polled(struct iw_engine *e, uint64_t *keys, uint32_t max, b
         owed = __atomic_load_n(&c->owed_since, __ATOMIC_RELAXED);
         if (app_polls(c, now, IW_POLL_GONE_NS)) {
             set_parked(e, c, true);
-            if (owed && (int64_t)(now - owed) >= (int64_t)IW_POLL_GONE_NS)
+            if (owed && (int64_t)(coarse - owed) >= (int64_t)IW_POLL_GONE_NS)
                 keys[n++] = key_of(e, slot);
         } else if (c->parked || owed || __atomic_load_n(&c->want_out, __ATOMIC_RELAXED) ||
                    __atomic_load_n(&c->polled_ns, __ATOMIC_RELAXED)) {
@@ -179,11 +179,24 @@ bool iw_engine_app_polls(struct iw_conn *c)
     return app_polls(c, nd_now_ns(), IW_POLL_GONE_NS);
 }
 
+/*
+ * The clock read and the fenced store cost more than the rest of a poll that finds
+ * nothing, so a running engine hears of every IW_NOTE_EVERY-th poll only: its windows
+ * (IW_POLL_RECENT_NS and longer) span many polls, each a system call. A stopped engine
+ * is told at once. A count lost to a concurrent poller only shifts the next refresh.
+ */
+#define IW_NOTE_EVERY 8u
+
 void iw_engine_note_poll(struct iw_conn *c)
 {
     struct iw_engine *e = c->eng;
+    uint32_t polls = __atomic_load_n(&c->polls, __ATOMIC_RELAXED) + 1;
     uint64_t one = 1;
 
+    __atomic_store_n(&c->polls, polls, __ATOMIC_RELAXED);
+    if (polls % IW_NOTE_EVERY && __atomic_load_n(&c->polled_ns, __ATOMIC_RELAXED) &&
+        (!e || __atomic_load_n(&e->ticking, __ATOMIC_RELAXED)))
+        return;
     __atomic_store_n(&c->polled_ns, nd_now_ns(), __ATOMIC_SEQ_CST);
     if (e && !__atomic_load_n(&e->ticking, __ATOMIC_SEQ_CST) &&
         !__atomic_exchange_n(&e->ticking, true, __ATOMIC_SEQ_CST) && write(e->wakefd, &one, sizeof(one)) < 0)
@@ -237,7 +250,7 @@ static bool sweep(struct iw_engine *e)
 /* Fail the connections whose oldest Read or fence has waited past ND_IWARP_TIMEOUT_MS. */
 static void check_overdue(struct iw_engine *e)
 {
-    uint64_t now = nd_now_ns(), keys[64];
+    uint64_t now = nd_coarse_ns(), keys[64];    /* the clock of rdq_push */
     uint32_t n = 0;
 
     pthread_mutex_lock(&e->lock);

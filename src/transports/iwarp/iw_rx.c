@@ -325,7 +325,7 @@ static bool on_fpdu_end(struct iw_conn *c)
     case IW_OP_READ_REQ:
         if (c->app_rx && !c->rh.rr.size && c->irq_count == c->irq_fences) {
             if (!c->owed_since)
-                __atomic_store_n(&c->owed_since, nd_now_ns(), __ATOMIC_RELAXED);
+                __atomic_store_n(&c->owed_since, nd_coarse_ns(), __ATOMIC_RELAXED);
         } else {
             iw_tx_pump(c);
         }

@@ -61,7 +61,7 @@ struct iw_txe {
 struct iw_rd {
     uint32_t upto;                  /* requests before this queue index are confirmed */
     int32_t txe;                    /* the application's Read (queue index), or -1: a fence */
-    uint64_t sent_ns;
+    uint64_t sent_ns;               /* nd_coarse_ns */
 };
 #define IW_RDQ_CAP 256u             /* > any ORD we negotiate (128) plus one fence */
 
@@ -92,8 +92,15 @@ struct iw_conn {
     bool want_out;                  /* the socket refused bytes we have framed (atomic) */
     bool out_watch;                 /* we asked the engine to watch for send room */
     bool app_rx;                    /* an application thread is pumping (iw_progress) */
-    uint64_t owed_since;            /* fence answers held for the application's next post */
+    /*
+     * Fence answers held for the application's next post: since when (nd_coarse_ns, the
+     * engine's clock), and since the first poll that found them (nd_now_ns, the poller's
+     * 20 us clock, read there rather than on the receive path). Both atomic.
+     */
+    uint64_t owed_since;
+    uint64_t owed_polled_ns;
     uint64_t polled_ns;             /* last poll by an application thread (atomic) */
+    uint32_t polls;                 /* polls since the last refresh of polled_ns (atomic) */
     bool parked;                    /* the engine does not watch the socket (engine lock) */
     bool out_armed;                 /* the engine watches for send room (engine lock) */
     bool got_term;                  /* the peer sent a Terminate: */
@@ -116,7 +123,7 @@ struct iw_conn {
     bool unfenced;                  /* a Send or Write was framed after the last Read or fence */
     struct iw_rd *rdq;              /* Read Requests in flight, oldest at rdq_head */
     uint32_t rdq_head, rdq_count;
-    uint64_t oldest_read_ns;        /* when the oldest of them went out, 0 if none (atomic) */
+    uint64_t oldest_read_ns;        /* when the oldest went out (nd_coarse_ns), 0 if none (atomic) */
     uint64_t timeout_ns;            /* ND_IWARP_TIMEOUT_MS, read once at attach */
     uint32_t msn_send, msn_read;    /* last MSN used per queue */
     int32_t cur_txe;                /* request being framed, or -1 */

@@ -3,6 +3,7 @@
 #include "wire.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 /* ---- CRC32c ---- */
@@ -211,7 +212,8 @@ int iw_hdr_parse(const uint8_t *buf, size_t len, struct iw_hdr *h)
 
     if (len < 4)
         return 0;
-    memset(h, 0, sizeof(*h));
+    /* Everything but the Terminate's words, most of the size: this runs for every FPDU. */
+    memset(h, 0, offsetof(struct iw_hdr, term));
     h->ulpdu_len = iw_get16(buf);
     h->tagged = buf[2] & IW_DDP_T;
     h->last = buf[2] & IW_DDP_L;

@@ -109,9 +109,9 @@ struct iw_hdr {
     uint64_t to;                    /* tagged: tagged offset */
     uint32_t inval_stag;            /* untagged: RsvdULP (Invalidate STag for 4/6) */
     uint32_t qn, msn, mo;           /* untagged */
-    struct iw_read_req rr;          /* opcode READ_REQ */
-    struct iw_term term;            /* opcode TERMINATE */
     uint16_t hdr_len;               /* bytes of the header within the ULPDU */
+    struct iw_read_req rr;          /* opcode READ_REQ */
+    struct iw_term term;            /* opcode TERMINATE; last: parsing leaves it alone otherwise */
 };
 
 /* Header bytes (within the ULPDU) an FPDU with control word @ctrl carries; 0 if unknown. */
