@@ -4,7 +4,8 @@
 #   8 B ping-pong, polling: raw shared-memory spin (the floor), netdirect shm,
 #   libfabric fi_pingpong -p shm, ucx_perftest tag_lat over posix shm;
 #   system calls per netdirect round trip (perf counter);
-#   RDMA Write 1 MiB bandwidth against memcpy of the same size.
+#   RDMA Write 1 MiB bandwidth against memcpy of the same size, into ordinary memory (one
+#   cross-memory call per Write) and into nd_alloc_memory memory (mapped by the peer).
 # Usage: bench/shm_compare.sh [build-dir]   (anchors missing from the machine are skipped)
 set -u
 build=${1:-build}
@@ -30,11 +31,14 @@ for r in $(seq "$RUNS"); do
     fi_run -p shm -e rdm >> "$tmp/fi"
     ucx_run posix,self >> "$tmp/ucx"
     "$build/bench/shm_write_bw" --json >> "$tmp/bw"
+    "$build/bench/shm_write_bw" -a --json >> "$tmp/bwa"
 done
 RAW=$(median < "$tmp/raw"); ND=$(median < "$tmp/nd"); FI=$(median < "$tmp/fi"); UCX=$(median < "$tmp/ucx")
 SYS=$(syscalls_per_rt)
 BW=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bw" | median)
 MC=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bw" | median)
+BWA=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwa" | median)
+MCA=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwa" | median)
 
 echo "## Same-host comparison ($(date -u +%Y-%m-%d), $(nproc) CPUs, medians of $RUNS runs)"
 echo
@@ -47,4 +51,5 @@ echo "| ucx_perftest tag_lat, posix | $UCX | $(ratio "$ND" "$UCX") |"
 echo
 echo "System calls per netdirect 8 B round trip (client side, perf): $SYS"
 echo
-echo "RDMA Write 1 MiB: $BW GB/s; memcpy 1 MiB: $MC GB/s; ratio $(ratio "$BW" "$MC")"
+echo "RDMA Write 1 MiB into ordinary memory: $BW GB/s; memcpy 1 MiB: $MC GB/s; ratio $(ratio "$BW" "$MC")"
+echo "RDMA Write 1 MiB into nd_alloc_memory memory: $BWA GB/s; memcpy 1 MiB: $MCA GB/s; ratio $(ratio "$BWA" "$MCA")"

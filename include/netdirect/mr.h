@@ -41,6 +41,23 @@ nd_status nd_mr_cancel_overlapped_requests(nd_mr *mr);
 /* nd_mr_get_overlapped_result - as nd_get_overlapped_result. */
 nd_status nd_mr_get_overlapped_result(nd_mr *mr, nd_overlapped *ov, int wait);
 
+/*
+ * nd_alloc_memory - netdirect extension, the role of MPI_Alloc_mem: @size bytes (rounded up
+ * to whole pages, zeroed) that same-host peers can map. Reads and Writes against regions
+ * registered inside the allocation move with one memcpy in the initiator instead of a
+ * cross-memory system call; over iWARP it is ordinary memory. The memory is MAP_SHARED:
+ * a fork child shares it rather than copying it. Returns ND_SUCCESS;
+ * ND_INVALID_PARAMETER_1 for 0 or more than max_registration_size; ND_INVALID_PARAMETER_2
+ * for @out NULL; ND_NO_MEMORY.
+ */
+nd_status nd_alloc_memory(size_t size, void **out);
+
+/*
+ * nd_free_memory - Free what nd_alloc_memory returned. ND_DEVICE_BUSY while a region is
+ * registered inside it; ND_INVALID_PARAMETER for any other pointer.
+ */
+nd_status nd_free_memory(void *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -36,7 +36,8 @@ extern const nd_adapter_info nd_limits;
 #define ND_MTAB_ENTRIES (1u << 18)      /* MR/MW tokens per adapter */
 /* The adapter's shared region: arm words, then the token table (32 bytes an entry). */
 #define ND_ADAPTER_ARM_BYTES ((size_t)ND_MAX_CQS_PER_ADAPTER * ND_CACHELINE)
-#define ND_ADAPTER_REGION_BYTES (ND_ADAPTER_ARM_BYTES + (size_t)ND_MTAB_ENTRIES * 32)
+#define ND_MTAB_ENTRY_BYTES 64
+#define ND_ADAPTER_REGION_BYTES (ND_ADAPTER_ARM_BYTES + (size_t)ND_MTAB_ENTRIES * ND_MTAB_ENTRY_BYTES)
 
 /* ---- overlapped requests and completion ports (ov.c, port.c) ---- */
 

@@ -17,6 +17,7 @@ struct nd_mr {
     uint32_t index;
     uint32_t token;
     atomic_uint bound_windows;
+    struct nd_mtab_share share;     /* ino 0 unless inside an nd_alloc_memory allocation */
 };
 
 struct nd_mw {
@@ -96,8 +97,12 @@ ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t
     } else {
         st = nd_mtab_alloc(mr->adapter, ND_MTAB_MR, &mr->index);
         if (st == ND_SUCCESS) {
+            bool shared = nd_share_claim((uintptr_t)buf, len, &mr->share);
+
+            if (!shared)
+                mr->share = (struct nd_mtab_share){ .fd = -1 };
             mr->token = nd_mtab_publish(mr->adapter, mr->index, (uintptr_t)buf, len,
-                                        flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM);
+                                        flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM, shared ? &mr->share : NULL);
             mr->registered = true;
         }
     }
@@ -116,6 +121,9 @@ static nd_status mr_deregister(struct nd_mr *mr)
         st = ND_DEVICE_BUSY;
     else {
         nd_mtab_free(mr->adapter, mr->index);
+        if (mr->share.ino)
+            nd_share_release((uintptr_t)mr->share.base);
+        mr->share.ino = 0;
         mr->registered = false;
         mr->token = 0;
     }
@@ -258,7 +266,9 @@ nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint3
     else if (nd_mtab_check(mr->adapter->mtab, ND_MTAB_ENTRIES, mr->token, (uintptr_t)buf, len, 0) != ND_SUCCESS)
         st = ND_ACCESS_VIOLATION;
     if (st == ND_SUCCESS) {
-        mw->token = nd_mtab_publish(mw->adapter, mw->index, (uintptr_t)buf, len, access);
+        /* A window inside shareable memory is shareable: the region cannot go while bound. */
+        mw->token = nd_mtab_publish(mw->adapter, mw->index, (uintptr_t)buf, len, access,
+                                    mr->share.ino ? &mr->share : NULL);
         mw->bound_to = mr;
         atomic_fetch_add(&mr->bound_windows, 1);
     }

@@ -17,6 +17,20 @@ enum nd_mtab_kind { ND_MTAB_FREE = 0, ND_MTAB_MR = 1, ND_MTAB_MW = 2 };
 #define ND_ACCESS_REMOTE_WRITE  0x4u
 #define ND_ACCESS_LOCAL_WRITE   0x1u
 
+/*
+ * Where the memory of a region lives when it is inside an nd_alloc_memory allocation: the
+ * memfd's descriptor number in the owner and its inode (a peer opens /proc/<pid>/fd/<fd>
+ * and checks the inode), and the owner's address of the file's first byte. ino 0: none.
+ * A peer trusts none of it: see shm_data.c.
+ */
+struct nd_mtab_share {
+    uint64_t ino;
+    uint64_t base;
+    uint64_t size;
+    int32_t fd;
+};
+
+/* One cache line per entry: a region changing never disturbs a peer checking its neighbour. */
 struct nd_mtab_entry {
     _Atomic uint32_t seq;       /* seqlock: odd while the entry is being changed */
     uint32_t token;             /* index << 8 | key while valid; 0 while not */
@@ -24,7 +38,12 @@ struct nd_mtab_entry {
     uint32_t kind;              /* enum nd_mtab_kind */
     uint64_t addr;
     uint64_t length;
+    uint64_t share_ino, share_base, share_size;
+    int32_t share_fd;
+    uint32_t reserved;
 };
+
+_Static_assert(sizeof(struct nd_mtab_entry) == ND_MTAB_ENTRY_BYTES, "the adapter region's layout");
 
 #define ND_TOKEN_INDEX(t) ((t) >> 8)
 
@@ -32,9 +51,10 @@ nd_status nd_mtab_init(struct nd_adapter *a);
 void nd_mtab_destroy(struct nd_adapter *a);
 nd_status nd_mtab_alloc(struct nd_adapter *a, enum nd_mtab_kind kind, uint32_t *index);
 void nd_mtab_free(struct nd_adapter *a, uint32_t index);
-/* Make entry @index valid with a new key; returns the token. Adapter lock not needed. */
+/* Make entry @index valid with a new key; returns the token. Adapter lock not needed.
+ * @share (may be NULL) says where the memory can be mapped by peers. */
 uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, uint64_t len,
-                         uint32_t access);
+                         uint32_t access, const struct nd_mtab_share *share);
 void nd_mtab_revoke(struct nd_adapter *a, uint32_t index);
 
 /*
@@ -44,6 +64,17 @@ void nd_mtab_revoke(struct nd_adapter *a, uint32_t index);
  */
 nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
                         uint64_t addr, uint64_t len, uint32_t need);
+/* The same, also reading the entry's share (ino 0 when the memory is not shareable). */
+nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
+                              uint64_t addr, uint64_t len, uint32_t need, struct nd_mtab_share *share);
+
+/*
+ * nd_alloc_memory allocations (sharemem.c). Claim: is [addr, addr+len) inside one? Then
+ * fill @out and count a registration in it (its free is refused until released by the
+ * base in @out).
+ */
+bool nd_share_claim(uintptr_t addr, size_t len, struct nd_mtab_share *out);
+void nd_share_release(uintptr_t base);
 
 /* Memory windows, bound and invalidated by queue pairs (mem.c). */
 nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access);

@@ -63,7 +63,7 @@ static void entry_write_end(struct nd_mtab_entry *e)
 }
 
 uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, uint64_t len,
-                         uint32_t access)
+                         uint32_t access, const struct nd_mtab_share *share)
 {
     struct nd_mtab_entry *e = &a->mtab[index];
     uint32_t token = index << 8 | ++a->mtab_key[index];
@@ -72,6 +72,10 @@ uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, ui
     __atomic_store_n(&e->addr, addr, __ATOMIC_RELAXED);
     __atomic_store_n(&e->length, len, __ATOMIC_RELAXED);
     __atomic_store_n(&e->access, access, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->share_ino, share ? share->ino : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->share_base, share ? share->base : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->share_size, share ? share->size : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->share_fd, share ? share->fd : -1, __ATOMIC_RELAXED);
     __atomic_store_n(&e->token, token, __ATOMIC_RELAXED);
     entry_write_end(e);
     return token;
@@ -90,8 +94,15 @@ void nd_mtab_revoke(struct nd_adapter *a, uint32_t index)
 nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
                         uint64_t addr, uint64_t len, uint32_t need)
 {
+    return nd_mtab_check_share(table, entries, token, addr, len, need, NULL);
+}
+
+nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
+                              uint64_t addr, uint64_t len, uint32_t need, struct nd_mtab_share *share)
+{
     uint32_t index = ND_TOKEN_INDEX(token), seq, etoken, access;
     uint64_t eaddr, elen;
+    struct nd_mtab_share sh = { 0 };
 
     if (index == 0 || index >= entries)
         return ND_ACCESS_VIOLATION;
@@ -105,6 +116,12 @@ nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uin
         access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
         eaddr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
         elen = __atomic_load_n(&e->length, __ATOMIC_RELAXED);
+        if (share) {
+            sh.ino = __atomic_load_n(&e->share_ino, __ATOMIC_RELAXED);
+            sh.base = __atomic_load_n(&e->share_base, __ATOMIC_RELAXED);
+            sh.size = __atomic_load_n(&e->share_size, __ATOMIC_RELAXED);
+            sh.fd = __atomic_load_n(&e->share_fd, __ATOMIC_RELAXED);
+        }
         atomic_thread_fence(memory_order_acquire);
     } while ((seq & 1) || seq != atomic_load_explicit(&e->seq, memory_order_relaxed));
     if (etoken != token || (access & need) != need)
@@ -112,5 +129,7 @@ nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uin
     /* [addr, addr+len) inside [eaddr, eaddr+elen), written so that nothing overflows. */
     if (addr < eaddr || addr - eaddr > elen || len > elen - (addr - eaddr))
         return ND_ACCESS_VIOLATION;
+    if (share)
+        *share = sh;
     return ND_SUCCESS;
 }

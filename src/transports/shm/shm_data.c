@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -23,6 +24,13 @@
 #define RNR_TIMEOUT_NS (100ull * 1000000)     /* a send waits this long for a receive */
 #define LIVENESS_NS (50ull * 1000000)         /* how often a polled QP checks its peer */
 #define MAX_IOV 64
+#define PEER_MAPS 8                           /* the peer's allocations we keep mapped */
+
+/* A peer's nd_alloc_memory allocation as we map it. */
+struct peer_map {
+    uint64_t ino, base, size;       /* as published; the inode and size checked on the file */
+    uint8_t *view;                  /* NULL: it could not be mapped: cross-memory calls */
+};
 
 struct held {
     struct nd_wr wr;
@@ -56,6 +64,8 @@ struct shm_conn {
     _Atomic uint64_t last_check;
     _Atomic uint32_t poll_count;
     bool timed;
+    struct peer_map maps[PEER_MAPS];    /* under the QP lock, like every post */
+    uint32_t next_map;
 };
 
 static struct shm_conn *conn_of(struct nd_qp *qp)
@@ -117,6 +127,84 @@ static nd_status cma(struct shm_conn *c, const struct nd_wr *wr, struct iovec *r
     nd_log(ND_LOG_INFO, ND_SUB_SHM, "cross-memory %s of %llu bytes: %zd (%m)", to_peer ? "write" : "read",
            (unsigned long long)wr->total, n);
     return ND_ACCESS_VIOLATION;
+}
+
+/*
+ * Our view of the peer's [addr, addr+len) inside the allocation @s names, mapped on first
+ * use (open /proc/<pid>/fd/<fd>, once per allocation), or NULL: use a cross-memory call.
+ * Nothing of @s is trusted: the file must be a memfd sealed against shrinking (no SIGBUS
+ * however the peer resizes it) with the published inode and at least the published size,
+ * and the range must fall inside what we mapped.
+ */
+static uint8_t *peer_view(struct shm_conn *c, const struct nd_mtab_share *s, uint64_t addr, uint64_t len)
+{
+    struct peer_map *m = NULL;
+    char path[64];
+    struct stat st;
+    int fd;
+
+    if (!s->ino || s->fd < 0 || !s->size || s->size > nd_limits.max_registration_size)
+        return NULL;
+    for (uint32_t i = 0; i < PEER_MAPS && !m; i++)
+        if (c->maps[i].ino == s->ino && c->maps[i].base == s->base && c->maps[i].size == s->size)
+            m = &c->maps[i];
+    if (!m) {
+        m = &c->maps[c->next_map++ % PEER_MAPS];
+        if (m->view)
+            munmap(m->view, m->size);
+        *m = (struct peer_map){ .ino = s->ino, .base = s->base, .size = s->size };
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)c->pid, (int)s->fd);
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd >= 0) {
+            if (nd_memfd_mappable(fd, s->size, &st) && (uint64_t)st.st_ino == s->ino) {
+                void *v = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+                m->view = v == MAP_FAILED ? NULL : v;
+            }
+            close(fd);
+        }
+        nd_log(ND_LOG_DEBUG, ND_SUB_SHM, "peer allocation of %llu bytes: %s", (unsigned long long)s->size,
+               m->view ? "mapped" : "not mappable, cross-memory calls");
+    }
+    if (!m->view || addr < m->base || addr - m->base > m->size || len > m->size - (addr - m->base))
+        return NULL;
+    return m->view + (addr - m->base);
+}
+
+static void unmap_peer_views(struct shm_conn *c)
+{
+    for (uint32_t i = 0; i < PEER_MAPS; i++)
+        if (c->maps[i].view)
+            munmap(c->maps[i].view, c->maps[i].size);
+}
+
+/* The request's local buffers as one stream, copied piece by piece to or from peer views. */
+struct sge_stream {
+    const nd_sge *sge;
+    uint32_t i;
+    uint64_t off;
+};
+
+static void stream_copy(struct sge_stream *s, uint8_t *peer, uint64_t len, bool to_peer)
+{
+    while (len) {
+        uint8_t *local = (uint8_t *)s->sge[s->i].buffer + s->off;
+        uint64_t n = s->sge[s->i].buffer_length - s->off;
+
+        if (n > len)
+            n = len;
+        if (to_peer)
+            memcpy(peer, local, n);
+        else
+            memcpy(local, peer, n);
+        peer += n;
+        len -= n;
+        s->off += n;
+        if (s->off == s->sge[s->i].buffer_length) {
+            s->i++;
+            s->off = 0;
+        }
+    }
 }
 
 /* Place a Send into the peer's next receive. ND_PENDING: no receive is posted yet. */
@@ -198,24 +286,34 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
         e.status = ND_DATA_OVERRUN;         /* the receiver reports it; iWARP senders succeed */
     } else {
         struct iovec remote[MAX_IOV];
+        uint8_t *views[MAX_IOV];
         uint64_t left = wr->total;
+        bool viewed = true;
         int n = 0;
 
         for (uint32_t i = 0; i < nsge && left && n < MAX_IOV; i++) {
             struct nd_rwqe_sge s;
+            struct nd_mtab_share sh;
 
             memcpy(&s, &w->sge[i], sizeof(s));
             uint32_t len = s.length < left ? s.length : (uint32_t)left;
-            if (nd_mtab_check(c->peer_mtab, ND_MTAB_ENTRIES, s.token, s.addr, len, ND_ACCESS_LOCAL_WRITE))
+            if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, s.token, s.addr, len, ND_ACCESS_LOCAL_WRITE, &sh))
                 return ND_ACCESS_VIOLATION;
+            views[n] = peer_view(c, &sh, s.addr, len);
+            viewed &= views[n] != NULL;
             remote[n++] = (struct iovec){ (void *)(uintptr_t)s.addr, len };
             left -= len;
         }
         if (left)
             return ND_ACCESS_VIOLATION;
-        st = cma(c, wr, remote, n, true);
-        if (st != ND_SUCCESS)
+        if (viewed) {
+            struct sge_stream from = { wr->sge, 0, 0 };
+
+            for (int i = 0; i < n; i++)
+                stream_copy(&from, views[i], remote[i].iov_len, true);
+        } else if ((st = cma(c, wr, remote, n, true)) != ND_SUCCESS) {
             return st;
+        }
     }
 publish:
     nd_ring_learn_cons(&c->pprod, atomic_load_explicit(&qp->peer_consumed, memory_order_relaxed));
@@ -230,12 +328,23 @@ static nd_status do_rdma(struct shm_conn *c, const struct nd_wr *wr)
 {
     bool write = wr->type == ND_REQUEST_TYPE_WRITE;
     struct iovec remote = { (void *)(uintptr_t)wr->remote_addr, (size_t)wr->total };
+    struct nd_mtab_share sh;
+    uint8_t *view;
 
     if (!write && c->ord == 0)
         return ND_INVALID_DEVICE_REQUEST;   /* no outbound Read was negotiated */
-    if (wr->total && nd_mtab_check(c->peer_mtab, ND_MTAB_ENTRIES, wr->remote_token, wr->remote_addr, wr->total,
-                                   write ? ND_ACCESS_REMOTE_WRITE : ND_ACCESS_REMOTE_READ))
+    if (!wr->total)
+        return ND_SUCCESS;
+    if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, wr->remote_token, wr->remote_addr, wr->total,
+                            write ? ND_ACCESS_REMOTE_WRITE : ND_ACCESS_REMOTE_READ, &sh))
         return ND_ACCESS_VIOLATION;
+    view = peer_view(c, &sh, wr->remote_addr, wr->total);
+    if (view) {
+        struct sge_stream local = { wr->sge, 0, 0 };
+
+        stream_copy(&local, view, wr->total, write);
+        return ND_SUCCESS;
+    }
     return cma(c, wr, &remote, 1, write);
 }
 
@@ -427,6 +536,7 @@ static void shm_destroy(struct nd_qp *qp)
     munmap(c->peer_region, c->peer_region_size);
     if (c->psrq)
         munmap(c->psrq, c->psl.size);
+    unmap_peer_views(c);
     shm_signal_put(c->prcq);
     shm_signal_put(c->picq);
     free(c->held);
