@@ -179,24 +179,11 @@ bool iw_engine_app_polls(struct iw_conn *c)
     return app_polls(c, nd_now_ns(), IW_POLL_GONE_NS);
 }
 
-/*
- * The clock read and the fenced store cost more than the rest of a poll that finds
- * nothing, so a running engine hears of every IW_NOTE_EVERY-th poll only: its windows
- * (IW_POLL_RECENT_NS and longer) span many polls, each a system call. A stopped engine
- * is told at once. A count lost to a concurrent poller only shifts the next refresh.
- */
-#define IW_NOTE_EVERY 8u
-
 void iw_engine_note_poll(struct iw_conn *c)
 {
     struct iw_engine *e = c->eng;
-    uint32_t polls = __atomic_load_n(&c->polls, __ATOMIC_RELAXED) + 1;
     uint64_t one = 1;
 
-    __atomic_store_n(&c->polls, polls, __ATOMIC_RELAXED);
-    if (polls % IW_NOTE_EVERY && __atomic_load_n(&c->polled_ns, __ATOMIC_RELAXED) &&
-        (!e || __atomic_load_n(&e->ticking, __ATOMIC_RELAXED)))
-        return;
     __atomic_store_n(&c->polled_ns, nd_now_ns(), __ATOMIC_SEQ_CST);
     if (e && !__atomic_load_n(&e->ticking, __ATOMIC_SEQ_CST) &&
         !__atomic_exchange_n(&e->ticking, true, __ATOMIC_SEQ_CST) && write(e->wakefd, &one, sizeof(one)) < 0)

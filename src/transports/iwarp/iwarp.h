@@ -100,7 +100,6 @@ struct iw_conn {
     uint64_t owed_since;
     uint64_t owed_polled_ns;
     uint64_t polled_ns;             /* last poll by an application thread (atomic) */
-    uint32_t polls;                 /* polls since the last refresh of polled_ns (atomic) */
     bool parked;                    /* the engine does not watch the socket (engine lock) */
     bool out_armed;                 /* the engine watches for send room (engine lock) */
     bool got_term;                  /* the peer sent a Terminate: */
