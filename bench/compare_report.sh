@@ -73,6 +73,8 @@ report() {
     bw_row "memcpy of the same size (floor)" memcpy nd_shm_write
     bw_row "**netdirect shm RDMA Write** (nd_rping -w)" nd_shm_write nd_shm_write
     bw_row "**netdirect shm Send** (nd_ping)" nd_shm_send nd_shm_send
+    bw_row "**netdirect shm RDMA Write**, nd_alloc_memory buffers (nd_rping -w -a)" nd_shm_write_alloc nd_shm_write_alloc
+    bw_row "**netdirect shm Send**, nd_alloc_memory buffers (nd_ping -a)" nd_shm_send_alloc nd_shm_send_alloc
     bw_row "ucx_perftest tag_bw, sm" ucx_sm nd_shm_write
     bw_row "raw TCP stream" raw_tcp nd_iwarp_write
     bw_row "**netdirect iwarp RDMA Write** (nd_rping -w)" nd_iwarp_write nd_iwarp_write

@@ -15,11 +15,12 @@ next_port() {
 }
 
 # A netdirect tool, server and client on this host; prints the client's JSON line.
+# $ND_SERVER_ARGS (say -a) go to the server too.
 nd_pair() {
     tool=$1
     shift
     next_port
-    "$build/tools/$tool" -s "127.0.0.1:$port" 2>/dev/null &
+    "$build/tools/$tool" -s "127.0.0.1:$port" ${ND_SERVER_ARGS:-} 2>/dev/null &
     "$build/tools/$tool" -c "127.0.0.1:$port" "$@" --json
     wait
 }

@@ -27,11 +27,12 @@ kill "$server" 2>/dev/null
 wait "$server" 2>/dev/null
 echo "$out" | grep -Eq '^\{"connections":[1-9][0-9]*,.*"failures":0,"timeouts":0\}$' || fail "nd_conn output: $out"
 # pair <transport> <port> <tool> <JSON line pattern> <client options...>: server and client
-# of <tool> on this host over <transport>; the client's --json line must match.
+# of <tool> on this host over <transport>; the client's --json line must match. The server
+# takes $SERVER_ARGS too.
 pair() {
     tr=$1 port=$2 tool=$3 pattern=$4
     shift 4
-    ND_TRANSPORT=$tr "$tools/$tool" -s "127.0.0.1:$port" 2>/dev/null &
+    ND_TRANSPORT=$tr "$tools/$tool" -s "127.0.0.1:$port" ${SERVER_ARGS:-} 2>/dev/null &
     out=$(ND_TRANSPORT=$tr "$tools/$tool" -c "127.0.0.1:$port" "$@" --json) || fail "$tool $* ($tr) failed"
     wait
     echo "$out" | grep -Eq "$pattern" || fail "$tool $* ($tr) output: $out"
@@ -49,6 +50,12 @@ for tr in shm iwarp; do
         "^\\{\"op\":\"write\",\"size\":64,\"iterations\":2000,\"latency_us\":$num,\"cpu_percent\":$num\\}\$" -S 64 -i 2000
     n=$((n + 2))
 done
+
+# -a: buffers from nd_alloc_memory on both sides (Writes and Sends then go by memcpy over shm).
+SERVER_ARGS=-a pair shm $((base + n)) nd_rping "^\\{\"op\":\"write\",\"size\":1048576,\"iterations\":50,\"depth\":16,$bw" \
+    -w -S 1048576 -i 50 -a
+SERVER_ARGS=-a pair shm $((base + n + 1)) nd_ping "^\\{\"op\":\"send\",\"size\":65536,\"iterations\":200,\"depth\":16,$bw" \
+    -S 65536 -i 200 -a
 
 out=$("$tools/nd_mrlat" -S 65536 -i 100 --json) || fail "nd_mrlat failed"
 echo "$out" | grep -Eq '^\{"size":65536,"iterations":100,"register_us":[0-9.]+,"deregister_us":[0-9.]+\}$' ||

@@ -98,7 +98,7 @@ static void serve(struct tool_ep *e, const struct tool_opts *o)
 static void usage(void)
 {
     fprintf(stderr, "usage: nd_ping -s|-c <ip>[:port] [-b|-p] [-q depth] [-S size] [-M max size] "
-                    "[-i iterations] [--json]\n");
+                    "[-i iterations] [-a] [--json]\n");
     exit(2);
 }
 
@@ -108,7 +108,7 @@ int main(int argc, char **argv)
     struct tool_opts o = { .depth = 16, .max_size = MAX_SIZE };
     uint32_t sizes[32], nsizes = 0;
 
-    if (!tool_parse(argc, argv, "bpqSMi", DEFAULT_PORT, &o) || o.depth < 2 || o.depth > 64 ||
+    if (!tool_parse(argc, argv, "bpqSMia", DEFAULT_PORT, &o) || o.depth < 2 || o.depth > 64 ||
         o.max_size > MAX_SIZE || o.size > MAX_SIZE)
         usage();
     bool blocking = o.blocking;

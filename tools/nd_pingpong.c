@@ -56,7 +56,7 @@ static void run_size(struct tool_ep *e, const struct tool_opts *o, uint32_t size
 static void usage(void)
 {
     fprintf(stderr, "usage: nd_pingpong -s|-c <ip>[:port] [-b|-p] [-n sge] [-S size] [-M max size] "
-                    "[-i iterations] [--json]\n");
+                    "[-i iterations] [-a] [--json]\n");
     exit(2);
 }
 
@@ -66,7 +66,7 @@ int main(int argc, char **argv)
     struct tool_opts o = { .nsge = 1, .max_size = 1u << 20 };
     uint32_t sizes[32], nsizes = 0, hdr[3];
 
-    if (!tool_parse(argc, argv, "bpnSMi", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > 32 || o.max_size > MAX_SIZE ||
+    if (!tool_parse(argc, argv, "bpnSMia", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > 32 || o.max_size > MAX_SIZE ||
         o.size > MAX_SIZE)
         usage();
     bool blocking = o.blocking;

@@ -38,7 +38,7 @@ static void run_size(struct tool_ep *e, const struct tool_opts *o, const struct 
 static void usage(void)
 {
     fprintf(stderr, "usage: nd_rping -s|-c <ip>[:port] [-w|-r] [-b|-p] [-q depth] [-S size] [-M max size] "
-                    "[-i iterations] [--json]\n");
+                    "[-i iterations] [-a] [--json]\n");
     exit(2);
 }
 
@@ -59,7 +59,7 @@ int main(int argc, char **argv)
     struct target t;
     uint32_t tl = sizeof(t), sizes[32], nsizes = 0;
 
-    if (!tool_parse(argc, argv, "wrbpqSMi", DEFAULT_PORT, &o) || o.depth < 1 || o.depth > 64 ||
+    if (!tool_parse(argc, argv, "wrbpqSMia", DEFAULT_PORT, &o) || o.depth < 1 || o.depth > 64 ||
         o.max_size > MAX_SIZE || o.size > MAX_SIZE)
         usage();
     bool blocking = o.blocking;

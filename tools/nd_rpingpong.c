@@ -75,7 +75,7 @@ static void run(struct side *s, uint32_t size, uint32_t iters, bool client, uint
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: nd_rpingpong -s|-c <ip>[:port] [-S size] [-M max size] [-i iterations] [--json]\n");
+    fprintf(stderr, "usage: nd_rpingpong -s|-c <ip>[:port] [-S size] [-M max size] [-i iterations] [-a] [--json]\n");
     exit(2);
 }
 
@@ -90,7 +90,7 @@ int main(int argc, char **argv)
     uint32_t tl = sizeof(struct target), hl = sizeof(in);
     uint8_t seq = 0;
 
-    if (!tool_parse(argc, argv, "SMi", DEFAULT_PORT, &o) || o.size > MAX_SIZE || o.max_size > MAX_SIZE ||
+    if (!tool_parse(argc, argv, "SMia", DEFAULT_PORT, &o) || o.size > MAX_SIZE || o.max_size > MAX_SIZE ||
         o.max_size < 1)
         usage();
     tool_open(&s.e, &o.addr, 2 * MAX_SIZE, 40, 1);

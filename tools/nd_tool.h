@@ -28,6 +28,7 @@ struct tool_ep {
     size_t len;
     uint32_t token;
     bool blocking;
+    bool shared;                    /* buf came from nd_alloc_memory */
 };
 
 #define TOOL_DIE(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
@@ -71,16 +72,19 @@ static inline bool tool_local_addr(const struct sockaddr_in *dest, struct sockad
 
 /* The options ND's tools share; each tool accepts the subset its letters name. */
 struct tool_opts {
-    bool server, json, blocking, read;
+    bool server, json, blocking, read, shared_mem;
     struct sockaddr_in addr;
     uint32_t nsge, depth, size, max_size, iters;
 };
 
 /*
  * -s|-c <ip>[:port] and --json always; then any of -b -p (blocking, polling), -w -r (Write,
- * Read), -n sge, -q depth, -S size, -M max size, -i iterations that @accept lists. The
- * caller sets the defaults in @o first. false: a bad or incomplete command line.
+ * Read), -n sge, -q depth, -S size, -M max size, -i iterations, -a (buffers from
+ * nd_alloc_memory, which same-host peers map) that @accept lists. The caller sets the
+ * defaults in @o first. false: a bad or incomplete command line.
  */
+static bool tool_shared_mem;        /* -a, for tool_open */
+
 static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_t def_port, struct tool_opts *o)
 {
     static const struct option longs[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
@@ -109,6 +113,7 @@ static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_
         case 'M': o->max_size = (uint32_t)atoi(optarg); break;
         case 'i': o->iters = (uint32_t)atoi(optarg); break;
         case 'j': o->json = true; break;
+        case 'a': o->shared_mem = tool_shared_mem = true; break;
         default: return false;
         }
     }
@@ -184,7 +189,11 @@ static inline void tool_open(struct tool_ep *e, const struct sockaddr_in *local,
                                             info.inline_request_threshold, &e->qp));
     TOOL_CHECK(nd_adapter_create_connector(e->adapter, e->port, &e->conn));
     e->len = len;
-    e->buf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+    e->shared = tool_shared_mem;
+    if (e->shared)
+        TOOL_CHECK(nd_alloc_memory(len, &e->buf));
+    else
+        e->buf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
     if (!e->buf)
         TOOL_DIE("out of memory");
     memset(e->buf, 0, len);
@@ -207,7 +216,10 @@ static inline void tool_close(struct tool_ep *e)
     nd_cq_close(e->cq);
     nd_port_close(e->port);
     nd_adapter_close(e->adapter);
-    free(e->buf);
+    if (e->shared)
+        nd_free_memory(e->buf);
+    else
+        free(e->buf);
 }
 
 /* Listen, take one request (its private data into @in, if any) and accept it with @pdata. */
