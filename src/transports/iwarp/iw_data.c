@@ -484,7 +484,9 @@ void iw_tx_pump(struct iw_conn *c)
             w -= take;
             if (f->done == f->total) {
                 c->txf_head = (c->txf_head + 1) % IW_TXF_MAX;
-                c->txf_count--;
+                /* Empty: start over at slot 0, whose lines the last batch left warm. */
+                if (--c->txf_count == 0)
+                    c->txf_head = 0;
                 fpdu_sent(c, f);
             }
         }

@@ -71,14 +71,15 @@ struct iw_rresp {
     uint64_t sink_to, src_to;
 };
 
-/* One FPDU ready (or partly written) for the socket. */
+/* One FPDU ready (or partly written) for the socket. What every FPDU touches comes first:
+ * a small one needs the first two cache lines only. */
 struct iw_txf {
-    uint8_t hdr[IW_MAX_HDR];
-    uint8_t trailer[8];             /* pad and CRC */
-    struct iovec iov[IW_TXF_IOV];
     uint32_t niov, total, done;
     int32_t ends_txe;               /* the last FPDU of initiator request (index), or -1 */
     bool ends_rresp;
+    uint8_t trailer[8];             /* pad and CRC */
+    uint8_t hdr[IW_MAX_HDR];
+    struct iovec iov[IW_TXF_IOV];
 };
 
 enum iw_rx_state { RX_HDR, RX_PAYLOAD, RX_TRAILER };
