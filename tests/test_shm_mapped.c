@@ -118,6 +118,9 @@ static void server(int port_pipe)
     uint16_t port;
     nd_mw *mw;
 
+    /* Our ends only: a dead client then reads as EOF here, and a dead server there. */
+    close(go[1]);
+    close(next[0]);
     check_alloc_statuses();
     t_side_open(&s, PLAIN, 8, 2);
     region = mapped_region(&s, &mr, &alloc);
@@ -194,6 +197,8 @@ int main(void)
 
     CHECK(pipe(go) == 0 && pipe(next) == 0);
     pid = t_fork_server(server, &pp);
+    close(go[0]);
+    close(next[1]);
     t_side_open(&s, PLAIN, 8, 2);
     CHECK(read(pp, &port, sizeof(port)) == sizeof(port));
     t_connect(&s, port, &h, &hl);

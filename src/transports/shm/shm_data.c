@@ -130,16 +130,38 @@ static nd_status cma(struct shm_conn *c, const struct nd_wr *wr, struct iovec *r
 }
 
 /*
+ * Open the peer's descriptor @fd if it is a regular file with inode @ino, or -1. Through an
+ * O_PATH descriptor first: opening whatever the peer put behind that number (a device, a
+ * terminal) could have effects of its own, and the O_PATH one pins the file we checked.
+ */
+static int open_peer_file(pid_t pid, int fd, uint64_t ino)
+{
+    char path[64];
+    struct stat st;
+    int pfd, rfd = -1;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+    pfd = open(path, O_PATH | O_CLOEXEC);
+    if (pfd < 0)
+        return -1;
+    if (fstat(pfd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == ino) {
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
+        rfd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+    }
+    close(pfd);
+    return rfd;
+}
+
+/*
  * Our view of the peer's [addr, addr+len) inside the allocation @s names, mapped on first
- * use (open /proc/<pid>/fd/<fd>, once per allocation), or NULL: use a cross-memory call.
- * Nothing of @s is trusted: the file must be a memfd sealed against shrinking (no SIGBUS
- * however the peer resizes it) with the published inode and at least the published size,
- * and the range must fall inside what we mapped.
+ * use (its memfd opened through /proc/<pid>/fd, once per allocation), or NULL: use a
+ * cross-memory call. Nothing of @s is trusted: the file must be a regular file with the
+ * published inode, sealed against shrinking (no SIGBUS however the peer resizes it) and at
+ * least the published size, and the range must fall inside what we mapped.
  */
 static uint8_t *peer_view(struct shm_conn *c, const struct nd_mtab_share *s, uint64_t addr, uint64_t len)
 {
     struct peer_map *m = NULL;
-    char path[64];
     struct stat st;
     int fd;
 
@@ -153,8 +175,7 @@ static uint8_t *peer_view(struct shm_conn *c, const struct nd_mtab_share *s, uin
         if (m->view)
             munmap(m->view, m->size);
         *m = (struct peer_map){ .ino = s->ino, .base = s->base, .size = s->size };
-        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)c->pid, (int)s->fd);
-        fd = open(path, O_RDWR | O_CLOEXEC);
+        fd = open_peer_file(c->pid, s->fd, s->ino);
         if (fd >= 0) {
             if (nd_memfd_mappable(fd, s->size, &st) && (uint64_t)st.st_ino == s->ino) {
                 void *v = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
