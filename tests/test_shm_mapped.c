@@ -215,8 +215,10 @@ int main(void)
         nd_result r = t_poll_one(s.cq, 5000);
         CHECK(r.status == ND_SUCCESS && r.request_type == ND_REQUEST_TYPE_WRITE);
     }
-    nd_sge rd = { s.buf + PLAIN / 2, PLAIN / 2, s.token };
-    CHECK_ST(nd_qp_read(s.qp, NULL, &rd, 1, h.mapped + 1000, h.mapped_token, 0), ND_SUCCESS);
+    /* A Read into two local pieces: the copy out of the view crosses their boundary. */
+    memset(s.buf + PLAIN / 2, 0, PLAIN / 2);
+    nd_sge rd[2] = { { s.buf + PLAIN / 2, 777, s.token }, { s.buf + PLAIN / 2 + 777, PLAIN / 2 - 777, s.token } };
+    CHECK_ST(nd_qp_read(s.qp, NULL, rd, 2, h.mapped + 1000, h.mapped_token, 0), ND_SUCCESS);
     nd_result r = t_poll_one(s.cq, 5000);
     CHECK(r.status == ND_SUCCESS && r.request_type == ND_REQUEST_TYPE_READ);
     for (uint32_t i = 0; i < PLAIN / 2; i++)
