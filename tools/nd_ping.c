@@ -113,6 +113,7 @@ int main(int argc, char **argv)
         usage();
     bool blocking = o.blocking;
     /* Both sides use the same depth: the client starts with that many credits. */
+    cl.e.shared = o.shared_mem;
     tool_open(&cl.e, &o.addr, 2 * MAX_SIZE, o.depth + CREDIT_BUFS + 2, 1);
     cl.e.blocking = blocking;
     if (o.server) {

@@ -70,6 +70,7 @@ int main(int argc, char **argv)
         o.size > MAX_SIZE)
         usage();
     bool blocking = o.blocking;
+    e.shared = o.shared_mem;
     tool_open(&e, &o.addr, 2 * MAX_SIZE, 64, o.nsge);
     e.blocking = blocking;
     if (o.server) {

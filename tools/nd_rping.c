@@ -63,6 +63,7 @@ int main(int argc, char **argv)
         o.max_size > MAX_SIZE || o.size > MAX_SIZE)
         usage();
     bool blocking = o.blocking;
+    e.shared = o.shared_mem;
     tool_open(&e, &o.addr, MAX_SIZE, o.depth + 1, 1);
     e.blocking = blocking;
     if (o.server) {

@@ -93,6 +93,7 @@ int main(int argc, char **argv)
     if (!tool_parse(argc, argv, "SMia", DEFAULT_PORT, &o) || o.size > MAX_SIZE || o.max_size > MAX_SIZE ||
         o.max_size < 1)
         usage();
+    s.e.shared = o.shared_mem;
     tool_open(&s.e, &o.addr, 2 * MAX_SIZE, 40, 1);
     struct hello mine = { { (uint64_t)(uintptr_t)s.e.buf, nd_mr_get_remote_token(s.e.mr) },
                           { o.size, o.max_size, o.iters } };

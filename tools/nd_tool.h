@@ -28,7 +28,7 @@ struct tool_ep {
     size_t len;
     uint32_t token;
     bool blocking;
-    bool shared;                    /* buf came from nd_alloc_memory */
+    bool shared;                    /* buf from nd_alloc_memory (set before tool_open: -a) */
 };
 
 #define TOOL_DIE(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
@@ -83,8 +83,6 @@ struct tool_opts {
  * nd_alloc_memory, which same-host peers map) that @accept lists. The caller sets the
  * defaults in @o first. false: a bad or incomplete command line.
  */
-static bool tool_shared_mem;        /* -a, for tool_open */
-
 static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_t def_port, struct tool_opts *o)
 {
     static const struct option longs[] = { { "json", no_argument, NULL, 'j' }, { 0 } };
@@ -113,7 +111,7 @@ static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_
         case 'M': o->max_size = (uint32_t)atoi(optarg); break;
         case 'i': o->iters = (uint32_t)atoi(optarg); break;
         case 'j': o->json = true; break;
-        case 'a': o->shared_mem = tool_shared_mem = true; break;
+        case 'a': o->shared_mem = true; break;
         default: return false;
         }
     }
@@ -166,7 +164,8 @@ static inline nd_status tool_wait(nd_status st, nd_overlapped *ov)
     return st == ND_PENDING ? nd_get_overlapped_result(ov, 1) : st;
 }
 
-/* Adapter, port, one CQ for both queues, a QP, a connector, a registered buffer. */
+/* Adapter, port, one CQ for both queues, a QP, a connector, a registered buffer (from
+ * nd_alloc_memory when the caller set e->shared). */
 static inline void tool_open(struct tool_ep *e, const struct sockaddr_in *local, size_t len, uint32_t depth,
                              uint32_t nsge)
 {
@@ -189,7 +188,6 @@ static inline void tool_open(struct tool_ep *e, const struct sockaddr_in *local,
                                             info.inline_request_threshold, &e->qp));
     TOOL_CHECK(nd_adapter_create_connector(e->adapter, e->port, &e->conn));
     e->len = len;
-    e->shared = tool_shared_mem;
     if (e->shared)
         TOOL_CHECK(nd_alloc_memory(len, &e->buf));
     else

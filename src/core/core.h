@@ -34,7 +34,7 @@ extern const nd_adapter_info nd_limits;
 
 #define ND_MAX_CQS_PER_ADAPTER 32768u   /* arm words in the adapter's shared region */
 #define ND_MTAB_ENTRIES (1u << 18)      /* MR/MW tokens per adapter */
-/* The adapter's shared region: arm words, then the token table (32 bytes an entry). */
+/* The adapter's shared region: arm words, then the token table (a cache line an entry). */
 #define ND_ADAPTER_ARM_BYTES ((size_t)ND_MAX_CQS_PER_ADAPTER * ND_CACHELINE)
 #define ND_MTAB_ENTRY_BYTES 64
 #define ND_ADAPTER_REGION_BYTES (ND_ADAPTER_ARM_BYTES + (size_t)ND_MTAB_ENTRIES * ND_MTAB_ENTRY_BYTES)

@@ -97,12 +97,9 @@ ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t
     } else {
         st = nd_mtab_alloc(mr->adapter, ND_MTAB_MR, &mr->index);
         if (st == ND_SUCCESS) {
-            bool shared = nd_share_claim((uintptr_t)buf, len, &mr->share);
-
-            if (!shared)
-                mr->share = (struct nd_mtab_share){ .fd = -1 };
+            nd_share_claim((uintptr_t)buf, len, &mr->share);
             mr->token = nd_mtab_publish(mr->adapter, mr->index, (uintptr_t)buf, len,
-                                        flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM, shared ? &mr->share : NULL);
+                                        flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM, &mr->share);
             mr->registered = true;
         }
     }
@@ -267,8 +264,7 @@ nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint3
         st = ND_ACCESS_VIOLATION;
     if (st == ND_SUCCESS) {
         /* A window inside shareable memory is shareable: the region cannot go while bound. */
-        mw->token = nd_mtab_publish(mw->adapter, mw->index, (uintptr_t)buf, len, access,
-                                    mr->share.ino ? &mr->share : NULL);
+        mw->token = nd_mtab_publish(mw->adapter, mw->index, (uintptr_t)buf, len, access, &mr->share);
         mw->bound_to = mr;
         atomic_fetch_add(&mr->bound_windows, 1);
     }

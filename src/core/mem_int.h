@@ -52,7 +52,7 @@ void nd_mtab_destroy(struct nd_adapter *a);
 nd_status nd_mtab_alloc(struct nd_adapter *a, enum nd_mtab_kind kind, uint32_t *index);
 void nd_mtab_free(struct nd_adapter *a, uint32_t index);
 /* Make entry @index valid with a new key; returns the token. Adapter lock not needed.
- * @share (may be NULL) says where the memory can be mapped by peers. */
+ * @share (NULL, or ino 0: not shareable) says where peers can map the memory. */
 uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, uint64_t len,
                          uint32_t access, const struct nd_mtab_share *share);
 void nd_mtab_revoke(struct nd_adapter *a, uint32_t index);
@@ -71,7 +71,7 @@ nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entrie
 /*
  * nd_alloc_memory allocations (sharemem.c). Claim: is [addr, addr+len) inside one? Then
  * fill @out and count a registration in it (its free is refused until released by the
- * base in @out).
+ * base in @out); else @out is zeroed (ino 0: not shareable).
  */
 bool nd_share_claim(uintptr_t addr, size_t len, struct nd_mtab_share *out);
 void nd_share_release(uintptr_t base);

@@ -72,6 +72,8 @@ uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, ui
     __atomic_store_n(&e->addr, addr, __ATOMIC_RELAXED);
     __atomic_store_n(&e->length, len, __ATOMIC_RELAXED);
     __atomic_store_n(&e->access, access, __ATOMIC_RELAXED);
+    if (share && !share->ino)
+        share = NULL;
     __atomic_store_n(&e->share_ino, share ? share->ino : 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->share_base, share ? share->base : 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->share_size, share ? share->size : 0, __ATOMIC_RELAXED);

@@ -116,6 +116,7 @@ bool nd_share_claim(uintptr_t addr, size_t len, struct nd_mtab_share *out)
 {
     struct share_alloc *s;
 
+    *out = (struct nd_mtab_share){ .fd = -1 };
     pthread_mutex_lock(&shares_lock);
     s = find_locked(addr, len);
     if (s) {

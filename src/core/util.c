@@ -56,20 +56,22 @@ bool nd_memfd_mappable(int fd, size_t size, struct stat *st)
     return seals >= 0 && (seals & F_SEAL_SHRINK) && fstat(fd, st) == 0 && (size_t)st->st_size >= size;
 }
 
-uint64_t nd_now_ns(void)
+static inline uint64_t clock_ns(clockid_t clock)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t nd_now_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
 }
 
 uint64_t nd_coarse_ns(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return clock_ns(CLOCK_MONOTONIC_COARSE);
 }
 
 /* The nonce: drawn on first use; a fork child draws its own (the atfork hook forgets it). */

@@ -96,7 +96,8 @@ struct iw_conn {
     /*
      * Fence answers held for the application's next post: since when (nd_coarse_ns, the
      * engine's clock), and since the first poll that found them (nd_now_ns, the poller's
-     * 20 us clock, read there rather than on the receive path). Both atomic.
+     * 20 us clock, read there rather than on the receive path). owed_since is atomic (the
+     * engine reads it); owed_polled_ns is the QP lock's.
      */
     uint64_t owed_since;
     uint64_t owed_polled_ns;
