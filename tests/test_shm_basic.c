@@ -47,15 +47,23 @@ static void server(int port_pipe)
         nd_sge ss = { s.buf, r.bytes_transferred, s.token };
         CHECK_ST(nd_qp_send(s.qp, (void *)2, &ss, r.bytes_transferred ? 1 : 0, 0), ND_SUCCESS);
     }
-    for (; sends_done < nmsg; sends_done++) {
+    /* The client disconnects once it has every echo: the posted receive flushes and
+     * NotifyDisconnect completes. The flush may overtake the last Sends' completions (the
+     * peer's fence answer and its disconnect can arrive together), so take both in any order. */
+    bool flushed = false;
+    while (sends_done < nmsg || !flushed) {
         nd_result r = t_poll_one(s.cq, 5000);
 
-        CHECK(r.status == ND_SUCCESS && r.request_type == ND_REQUEST_TYPE_SEND && r.request_context == (void *)2);
+        if (r.request_type == ND_REQUEST_TYPE_SEND) {
+            CHECK(r.status == ND_SUCCESS && r.request_context == (void *)2 && sends_done < nmsg);
+            sends_done++;
+        } else {
+            CHECK(r.status == ND_CANCELED && r.request_type == ND_REQUEST_TYPE_RECEIVE && !flushed);
+            CHECK(r.request_context == (void *)1);
+            flushed = true;
+        }
     }
-    /* The client disconnects: the posted receive flushes and NotifyDisconnect completes. */
     CHECK_ST(t_wait(nd_connector_notify_disconnect(s.c, &ov), &ov), ND_SUCCESS);
-    nd_result r = t_poll_one(s.cq, 5000);
-    CHECK(r.status == ND_CANCELED && r.request_type == ND_REQUEST_TYPE_RECEIVE && r.request_context == (void *)1);
     CHECK_ST(nd_connector_disconnect(s.c, &ov), ND_SUCCESS);
     t_side_close(&s);
 }
