@@ -66,17 +66,24 @@ static void cq_run_idle(struct nd_cq *cq)
             cq->src[i]->ops->idle(cq->src[i]->ctx);
 }
 
-static uint32_t src_drain(struct nd_cq_src *s, nd_result *out, uint32_t max);
+static uint32_t src_drain(struct nd_cq *cq, struct nd_cq_src *s, nd_result *out, uint32_t max);
 
-/* Fill @results[n..max) from the rings, starting at the rotating scan position. */
+/* Fill @results[n..max) from the rings, starting at the rotating scan position. An empty
+ * ring costs one load here: most polls find every ring empty. */
 static uint32_t drain_all(struct nd_cq *cq, nd_result *results, uint32_t n, uint32_t max)
 {
-    for (uint32_t i = 0, start = cq->next_scan; i < cq->nsrc && n < max; i++)
-        n += src_drain(cq->src[(start + i) % cq->nsrc], results + n, max - n);
+    uint32_t k = cq->next_scan;
+
+    for (uint32_t i = 0; i < cq->nsrc && n < max; i++, k = k + 1 == cq->nsrc ? 0 : k + 1) {
+        struct nd_cq_src *s = cq->src[k];
+
+        if (nd_cqe_valid(s->ents, s->mask, s->cons))
+            n += src_drain(cq, s, results + n, max - n);
+    }
     return n;
 }
 
-static uint32_t src_drain(struct nd_cq_src *s, nd_result *out, uint32_t max)
+static uint32_t src_drain(struct nd_cq *cq, struct nd_cq_src *s, nd_result *out, uint32_t max)
 {
     uint32_t n = 0, start = s->cons;
 
@@ -89,8 +96,10 @@ static uint32_t src_drain(struct nd_cq_src *s, nd_result *out, uint32_t max)
         /* Copy once, then validate the copy: the producer may rewrite the slot. */
         memcpy(&e, &s->ents[s->cons & s->mask], sizeof(e));
         x = s->ops->translate(s->ctx, &e, &out[n]);
-        if (x == ND_XLATE_DEFER)
+        if (x == ND_XLATE_DEFER) {
+            cq->deferred = true;
             break;
+        }
         if (x == ND_XLATE_BAD) {
             src_break(s);
             break;
@@ -123,10 +132,13 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
         n = drain_all(cq, results, n, max);
     }
     /* A ring that deferred to another may deliver now that the other drained. */
-    for (uint32_t i = 0; i < cq->nsrc && n < max && cq->ndefer_capable; i++)
-        n += src_drain(cq->src[i], results + n, max - n);
-    if (cq->nsrc)
-        cq->next_scan = (cq->next_scan + 1) % cq->nsrc;
+    if (cq->deferred) {
+        cq->deferred = false;
+        for (uint32_t i = 0; i < cq->nsrc && n < max; i++)
+            n += src_drain(cq, cq->src[i], results + n, max - n);
+    }
+    if (++cq->next_scan >= cq->nsrc)
+        cq->next_scan = 0;
     /* Rings cannot lose entries, but ND makes a CQ holding more than its depth fatal. What
      * we returned plus what is still queued tells, at no cost when everything was drained. */
     /* A full array may hide more: count what remains on every 16th such call (a CQ

@@ -55,6 +55,7 @@ struct nd_cq {
     struct nd_cq_src **src;
     uint32_t nsrc, cap, next_scan;
     uint32_t ndefer_capable;        /* rings whose owner may defer (queue pairs) */
+    bool deferred;                  /* a ring deferred during this GetResults */
     uint32_t full_polls;            /* GetResults calls that filled their array */
 };
 
