@@ -77,6 +77,7 @@ static void adapter_destroy(struct nd_adapter *a)
     for (uint32_t i = 0; i < a->npeers; i++)
         munmap(a->peers[i].map, ND_ADAPTER_REGION_BYTES);
     free(a->peers);
+    nd_arena_destroy(a);
     if (a->ro_fd >= 0)
         close(a->ro_fd);
     munmap(a->shm, a->shm_size);

@@ -499,6 +499,7 @@ static nd_status send_request(struct nd_connector *c, struct nd_qp *qp, const st
             return st;
         }
         c->req.src = c->local;
+        qp->region_peer = c->pid;   /* who may map the region, if the transport shares it */
         if (c->wire->cm_send(fd, &c->req, qp) == ND_SUCCESS) {
             c->sock = fd;
             c->wire_owned = false;
@@ -609,8 +610,6 @@ ND_API nd_status nd_connector_complete_connect(nd_connector *c, nd_overlapped *o
         nd_cm_msg_init(&rtu, ND_CM_RTU);
         if (st == ND_SUCCESS)
             st = c->wire->cm_send(c->sock, &rtu, NULL);
-        if (st == ND_SUCCESS)
-            nd_qp_release_region_fd(c->qp);
         c->state = st == ND_SUCCESS ? ND_CS_CONNECTED : ND_CS_DISCONNECTED;
     }
     pthread_mutex_unlock(&c->lock);
@@ -670,10 +669,10 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
         if (plen)
             memcpy(rep.pdata, pdata, plen);
         rep.src = c->local;
+        qp->region_peer = c->pid;
         if (st == ND_SUCCESS)
             st = c->wire->cm_send(c->sock, &rep, qp);
         if (st == ND_SUCCESS) {
-            nd_qp_release_region_fd(qp);
             nd_qp_ref(qp);
             c->qp = qp;
             c->have_msg = false;

@@ -28,6 +28,7 @@ struct nd_cm_msg {
     uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
     uint32_t srq_entries, srq_max_sge;  /* nonzero when the sender's QP takes receives from an SRQ */
     uint64_t nonce, rcq_serial, icq_serial; /* who the CQs behind fds[2], fds[3] are (nd_cq serials) */
+    uint64_t region_off;            /* of the sender's region in the memfd behind fds[0] */
     /* region, adapter (read-only), receive CQ, initiator CQ, SRQ region (the QP region again
      * when there is no SRQ); -1 if none */
     int fds[ND_CM_NFDS];

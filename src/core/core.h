@@ -149,6 +149,7 @@ struct nd_adapter {
     struct nd_peer_region *peers;   /* peers' regions mapped read-only, one per peer adapter */
     uint32_t npeers, cap_peers;
     void *progress_engine;          /* iwarp's progress thread, started with the first connection */
+    struct nd_arena *arena;         /* queue pair regions, ours and peers' (arena.c) */
 };
 
 bool nd_adapter_valid(const struct nd_adapter *a);
@@ -163,6 +164,31 @@ int nd_adapter_ro_fd(struct nd_adapter *a);
 /* A peer adapter's region (from @fd), mapped read-only once per peer adapter and kept
  * until this adapter goes. NULL if @fd is not a region of the right size. */
 const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, int fd);
+
+/* ---- queue pair regions (arena.c) ---- */
+
+struct nd_arena_chunk;
+struct nd_area {
+    struct nd_arena_chunk *chunk;   /* NULL: none */
+    uint32_t index;
+    uint8_t *map;
+    int fd;                         /* the chunk's memfd, for peers; the arena's */
+    uint64_t off;                   /* of the area in the chunk */
+};
+
+/* An area of @bytes (a page multiple) for a queue pair's region, its first @zero bytes
+ * zeroed. */
+nd_status nd_area_get(struct nd_adapter *a, size_t bytes, size_t zero, struct nd_area *area);
+/* The queue pair is gone. @shared: a peer had the region (@peer its process, 0 if unknown);
+ * the area waits until that peer lets go. */
+void nd_area_put(struct nd_adapter *a, struct nd_area *area, bool shared, pid_t peer);
+/* A peer's region: [@off, @off + @bytes) of the chunk behind @fd, the chunk mapped once and
+ * kept while used (and a while after). NULL if @fd is no sealed memfd holding that range. */
+uint8_t *nd_peer_area_map(struct nd_adapter *a, int fd, uint64_t off, size_t bytes);
+void nd_peer_area_unmap(struct nd_adapter *a, uint8_t *region);
+void nd_arena_destroy(struct nd_adapter *a);
+/* Our chunks (tests). */
+uint32_t nd_arena_chunk_count(struct nd_adapter *a);
 
 /* ---- address discovery (addr.c) ---- */
 

@@ -318,15 +318,6 @@ void nd_qp_link_cm(struct nd_qp *qp, int sock, const struct nd_port_kick *k)
     pthread_mutex_unlock(&qp->lock);
 }
 
-/* Once the peer has had the region's descriptor (it maps it at once), we only need the
- * mapping: a QP connects once, and an open memfd per connection adds up. */
-void nd_qp_release_region_fd(struct nd_qp *qp)
-{
-    if (qp->region_fd >= 0)
-        close(qp->region_fd);
-    qp->region_fd = -1;
-}
-
 void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn)
 {
     pthread_mutex_lock(&qp->lock);
@@ -343,12 +334,10 @@ static nd_status region_create(struct nd_qp *qp)
 {
     qp->slot_size = nd_qp_slot_size(qp->rq_entries);
     nd_qp_layout(qp->rq_entries, qp->rq_sge ? qp->rq_sge : 1, qp->slot_size, &qp->layout);
-    qp->region_fd = nd_memfd_sealed("netdirect-qp", qp->layout.size);
-    if (qp->region_fd < 0)
+    if (nd_area_get(qp->adapter, qp->layout.size, qp->layout.slots, &qp->area) != ND_SUCCESS)
         return ND_INSUFFICIENT_RESOURCES;
-    qp->region = mmap(NULL, qp->layout.size, PROT_READ | PROT_WRITE, MAP_SHARED, qp->region_fd, 0);
-    if (qp->region == MAP_FAILED)
-        goto err;
+    qp->region = qp->area.map;
+    qp->region_fd = qp->area.fd;
     qp->ctl = (struct nd_qp_ctl *)qp->region;
     qp->ctl->magic = ND_QP_REGION_MAGIC;
     qp->ctl->version = ND_QP_REGION_VERSION;
@@ -357,11 +346,6 @@ static nd_status region_create(struct nd_qp *qp)
     qp->ctl->slot_size = qp->slot_size;
     qp->inbound_hdr = (struct nd_ring_hdr *)(qp->region + qp->layout.ring);
     return ND_SUCCESS;
-err:
-    close(qp->region_fd);
-    qp->region_fd = -1;
-    qp->region = NULL;
-    return ND_INSUFFICIENT_RESOURCES;
 }
 
 static void *ring_alloc(uint32_t entries)
@@ -389,10 +373,7 @@ static nd_status qp_alloc(struct nd_qp *qp)
 
 static void qp_free(struct nd_qp *qp)
 {
-    if (qp->region)
-        munmap(qp->region, qp->layout.size);
-    if (qp->region_fd >= 0)
-        close(qp->region_fd);
+    nd_area_put(qp->adapter, &qp->area, qp->region_shared, qp->region_peer);
     free(qp->sq);
     free(qp->rq);
     free(qp->rq_sges);
@@ -477,9 +458,11 @@ void nd_qp_unref(struct nd_qp *qp)
 {
     if (atomic_fetch_sub(&qp->refs, 1) != 1)
         return;
+    struct nd_adapter *a = qp->adapter;
+
     pthread_mutex_destroy(&qp->lock);
-    nd_adapter_unref(qp->adapter);
-    qp_free(qp);
+    qp_free(qp);                    /* its region goes back to the adapter's arena first */
+    nd_adapter_unref(a);
 }
 
 /* Release: an implicit flush and disconnect; a connector may still hold the memory. */

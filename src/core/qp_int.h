@@ -13,7 +13,7 @@
 #include "mem_int.h"
 
 #define ND_QP_REGION_MAGIC 0x4e445152u
-#define ND_QP_REGION_VERSION 2u
+#define ND_QP_REGION_VERSION 3u
 /*
  * Message slots, one per inbound ring position: Sends up to the slot size are copied in by
  * the peer and out by us (two memcpy beat a cross-memory call, a system call, below a few
@@ -44,7 +44,8 @@ struct nd_qp_ctl {
     uint32_t rq_entries;            /* power of two */
     uint32_t max_sge;
     uint32_t slot_size;
-    uint32_t reserved[3];
+    _Atomic uint32_t released;      /* written by the peer: its last store in this region */
+    uint32_t reserved[2];
     _Atomic uint32_t state;         /* enum nd_wire_state; either side may terminate */
     _Atomic int32_t term_status;    /* why, from the terminating side's point of view */
     _Atomic uint32_t peer_waiting;  /* the peer holds a send until a receive is posted */
@@ -126,8 +127,11 @@ struct nd_qp {
     uint32_t rq_posted;             /* under lock */
     _Atomic uint32_t rq_expected;   /* next receive to complete (results returned so far) */
     uint32_t rq_flushed;            /* receives below this have a flush entry */
-    int region_fd;                  /* memfd of the inbound region */
+    int region_fd;                  /* the arena chunk holding the region (the adapter's: not ours to close) */
     uint8_t *region;
+    struct nd_area area;            /* where the region lives in the adapter's arena */
+    bool region_shared;             /* its descriptor went to a peer: reuse waits for the peer */
+    pid_t region_peer;              /* that peer's process, when on this host (0: unknown) */
     struct nd_qp_layout layout;
     uint32_t slot_size;             /* bytes of each message slot (nd_qp_slot_size) */
     struct nd_qp_ctl *ctl;
@@ -172,8 +176,6 @@ void nd_qp_unref(struct nd_qp *qp);
 void nd_qp_peer_left(struct nd_qp *qp);
 /* Link the QP to its connector's socket (@sock) or port source (@k), or unlink it (-1, NULL). */
 void nd_qp_link_cm(struct nd_qp *qp, int sock, const struct nd_port_kick *k);
-/* The region's descriptor went to the peer: close ours, keep the mapping. */
-void nd_qp_release_region_fd(struct nd_qp *qp);
 /* The transport connected (or disconnected) this QP. */
 void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn);
 /* The application stops polling this QP's CQs for a while (it sleeps on something else). */

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define SHM_MAGIC 0x4e44434du
-#define SHM_VERSION 2u
+#define SHM_VERSION 3u
 #define SHM_FLAG_REDIRECT 1u        /* REJ: come again by another transport */
 #define SHM_FLAG_ONE_CQ 2u          /* REQ/REP: one CQ serves both queues (one eventfd goes) */
 
@@ -27,6 +27,7 @@ struct shm_wire {
     uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
     uint32_t srq_entries, srq_max_sge;
     uint64_t nonce, rcq_serial, icq_serial;
+    uint64_t region_off;            /* the region, in the chunk behind the first descriptor */
     uint32_t flags;                 /* SHM_FLAG_* */
     uint32_t family;
     uint16_t port;
@@ -178,6 +179,8 @@ nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
         w.icq_serial = qp->icq->serial;
         /* Only distinct descriptors travel: each one costs the receiver an install and a close. */
         fds[nfds++] = qp->region_fd;
+        w.region_off = qp->area.off;
+        qp->region_shared = true;
         fds[nfds++] = ro_fd;
         fds[nfds++] = qp->rcq->signal_fd;
         if (qp->icq != qp->rcq)
@@ -298,6 +301,7 @@ nd_status shm_recv(int sock, struct nd_cm_msg *m)
     m->redirect = w.type == ND_CM_REJ && (w.flags & SHM_FLAG_REDIRECT);
     m->nonce = w.nonce;
     m->rcq_serial = w.rcq_serial;
+    m->region_off = w.region_off;
     m->icq_serial = w.icq_serial;
     return ND_SUCCESS;
 }

@@ -42,7 +42,6 @@ struct shm_conn {
     const uint8_t *peer_adapter;    /* read-only, shared by every connection to that adapter */
     const struct nd_mtab_entry *peer_mtab;
     uint8_t *peer_region;
-    size_t peer_region_size;
     struct nd_qp_layout pl;
     struct nd_qp_ctl *pctl;
     uint32_t peer_rq_entries, peer_max_sge, peer_slot_size;
@@ -548,13 +547,23 @@ static void shm_shutdown(struct nd_qp *qp, nd_status why)
         poke(c->peer_icq_fd);
 }
 
+/* We let go of the peer's region: the released word is our last store there, and the peer
+ * may give the area to its next queue pair once it sees it. */
+static void release_peer_region(struct nd_adapter *a, uint8_t *region)
+{
+    if (!region)
+        return;
+    atomic_store_explicit(&((struct nd_qp_ctl *)region)->released, 1, memory_order_release);
+    nd_peer_area_unmap(a, region);
+}
+
 static void shm_destroy(struct nd_qp *qp)
 {
     struct shm_conn *c = conn_of(qp);
 
     if (!c)
         return;
-    munmap(c->peer_region, c->peer_region_size);
+    release_peer_region(qp->adapter, c->peer_region);
     if (c->psrq)
         munmap(c->psrq, c->psl.size);
     unmap_peer_views(c);
@@ -615,8 +624,7 @@ nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t 
         goto err;
     nd_qp_layout(m->rq_entries, m->max_sge, m->slot_size, &c->pl);
     c->peer_slot_size = m->slot_size;
-    c->peer_region_size = c->pl.size;
-    c->peer_region = map_fd(m->fds[0], c->pl.size, PROT_READ | PROT_WRITE);
+    c->peer_region = nd_peer_area_map(qp->adapter, m->fds[0], m->region_off, c->pl.size);
     c->peer_adapter = nd_adapter_map_peer(qp->adapter, m->fds[1]);
     if (!c->peer_region || !c->peer_adapter)
         goto err;
@@ -668,8 +676,7 @@ nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t 
     return ND_SUCCESS;
 err:
     if (c) {
-        if (c->peer_region)
-            munmap(c->peer_region, c->pl.size);
+        release_peer_region(qp->adapter, c->peer_region);
         if (c->psrq)
             munmap(c->psrq, c->psl.size);
         shm_signal_put(c->prcq);
