@@ -78,6 +78,8 @@ static void adapter_destroy(struct nd_adapter *a)
         munmap(a->peers[i].map, ND_ADAPTER_REGION_BYTES);
     free(a->peers);
     nd_arena_destroy(a);
+    for (uint32_t i = 0; i < a->nspare_ports; i++)
+        close(a->spare_ports[i].fd);
     if (a->ro_fd >= 0)
         close(a->ro_fd);
     munmap(a->shm, a->shm_size);

@@ -55,7 +55,8 @@ static nd_status reserve_if_unset(struct nd_connector *c)
 
     if (nd_sockaddr_port((struct sockaddr *)&c->local))
         return ND_SUCCESS;
-    return nd_cm_reserve_port((struct sockaddr *)&want, &c->local, &c->port_fd, false);
+    c->port_spare = true;           /* ours to give back to the adapter when we go */
+    return nd_adapter_reserve_port(c->adapter, (struct sockaddr *)&want, &c->local, &c->port_fd);
 }
 
 ND_API nd_status nd_adapter_create_connector(nd_adapter *a, nd_port *port, nd_connector **out)
@@ -952,7 +953,9 @@ ND_API nd_status nd_connector_close(nd_connector *c)
     if (c->qp)
         nd_qp_unref(c->qp);
     nd_cm_msg_close_fds(&c->msg);
-    if (c->port_fd >= 0)
+    if (c->port_fd >= 0 && c->port_spare)
+        nd_adapter_release_port(c->adapter, c->port_fd, &c->local);
+    else if (c->port_fd >= 0)
         close(c->port_fd);
     pthread_mutex_destroy(&c->lock);
     nd_port_unref(c->ov.port);

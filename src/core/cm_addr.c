@@ -113,3 +113,42 @@ nd_status nd_sockaddr_copy_out(const struct sockaddr_storage *ss, struct sockadd
     *len = need;
     return ND_SUCCESS;
 }
+
+static bool same_host_part(const struct sockaddr_storage *x, const struct sockaddr *y)
+{
+    if (x->ss_family != y->sa_family)
+        return false;
+    if (y->sa_family == AF_INET)
+        return ((const struct sockaddr_in *)x)->sin_addr.s_addr == ((const struct sockaddr_in *)y)->sin_addr.s_addr;
+    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)x, *b = (const struct sockaddr_in6 *)y;
+
+    return !memcmp(&a->sin6_addr, &b->sin6_addr, sizeof(a->sin6_addr)) && a->sin6_scope_id == b->sin6_scope_id;
+}
+
+nd_status nd_adapter_reserve_port(struct nd_adapter *a, const struct sockaddr *want, struct sockaddr_storage *bound,
+                                  int *fd)
+{
+    pthread_mutex_lock(&a->lock);
+    for (uint32_t i = 0; i < a->nspare_ports; i++)
+        if (same_host_part(&a->spare_ports[i].bound, want)) {
+            *fd = a->spare_ports[i].fd;
+            *bound = a->spare_ports[i].bound;
+            a->spare_ports[i] = a->spare_ports[--a->nspare_ports];
+            pthread_mutex_unlock(&a->lock);
+            return ND_SUCCESS;
+        }
+    pthread_mutex_unlock(&a->lock);
+    return nd_cm_reserve_port(want, bound, fd, false);
+}
+
+void nd_adapter_release_port(struct nd_adapter *a, int fd, const struct sockaddr_storage *bound)
+{
+    pthread_mutex_lock(&a->lock);
+    if (a->nspare_ports < ND_SPARE_PORTS) {
+        a->spare_ports[a->nspare_ports++] = (struct nd_spare_port){ fd, *bound };
+        fd = -1;
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (fd >= 0)
+        close(fd);
+}

@@ -21,6 +21,7 @@ struct nd_connector {
     pthread_mutex_t lock;
     enum nd_conn_state state;
     int port_fd;                    /* TCP socket bound to reserve our port */
+    bool port_spare;                /* reserved for port 0: goes back to the adapter's spares */
     struct sockaddr_storage local, peer;
     int sock;                       /* the connection's CM socket, or -1 */
     const struct nd_transport_ops *wire;    /* the transport carrying this connection */
@@ -60,6 +61,12 @@ nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, boo
  * servers' do: the TIME_WAIT left by its accepted connections must not keep it from
  * binding again (Linux requires the reuse flag on the listener those came from). */
 nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out, bool listener);
+/* A port reserved on @want's address (its port 0): a spare one if the adapter keeps one,
+ * else a new reservation. */
+nd_status nd_adapter_reserve_port(struct nd_adapter *a, const struct sockaddr *want, struct sockaddr_storage *bound,
+                                  int *fd);
+/* A connector is done with the port it reserved that way: keep it for the next, or close it. */
+void nd_adapter_release_port(struct nd_adapter *a, int fd, const struct sockaddr_storage *bound);
 bool nd_connector_valid(const struct nd_connector *c);
 /* A fresh connector becomes the target of a GetConnectionRequest, or is released from it. */
 bool nd_connector_queue(struct nd_connector *c, struct nd_adapter *a);

@@ -124,6 +124,8 @@ void nd_port_timed(struct nd_port *port, int delta);
 
 struct nd_mtab_entry;
 
+#define ND_SPARE_PORTS 4u
+
 struct nd_adapter {
     uint32_t magic;
     atomic_uint refs;               /* 1 for the handle + 1 per child object */
@@ -150,6 +152,10 @@ struct nd_adapter {
     uint32_t npeers, cap_peers;
     void *progress_engine;          /* iwarp's progress thread, started with the first connection */
     struct nd_arena *arena;         /* queue pair regions, ours and peers' (arena.c) */
+    /* Ports connectors reserved and no longer need, kept bound for the next connector
+     * (a reservation is three system calls and a close): under lock. */
+    struct nd_spare_port { int fd; struct sockaddr_storage bound; } spare_ports[ND_SPARE_PORTS];
+    uint32_t nspare_ports;
 };
 
 bool nd_adapter_valid(const struct nd_adapter *a);
