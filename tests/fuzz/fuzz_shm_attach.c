@@ -3,8 +3,8 @@
  * libFuzzer target: what a same-host peer hands us when it connects. Part one sends the
  * input's first bytes as one connection message, with or without descriptors attached,
  * through a SOCK_SEQPACKET pair to shm_recv. Part two attaches a queue pair to a peer whose
- * geometry (ring size, SGEs, slot size, arm slots, SRQ) comes from the input, whose region
- * memfd is as long as the geometry needs give or take what the input says, sealed or not,
+ * geometry (ring size, SGEs, slot size, arm slots, SRQ) and region offset come from the
+ * input, whose region memfd is as long as the geometry needs give or take what the input says, sealed or not,
  * and holds the input's bytes. Whatever it is: no crash, no descriptor leaked, and an
  * attached queue pair closes cleanly.
  */
@@ -49,6 +49,11 @@ static void setup(void)
         nd_adapter_create_completion_queue(adapter, port, 64, 0, 0, &cq) != ND_SUCCESS ||
         nd_adapter_ro_fd(adapter) < 0)      /* opened once and kept: not a leak per input */
         abort();
+    /* The arena's first chunk is kept for the next queue pair: make it now, not per input. */
+    nd_qp *qp;
+    if (nd_adapter_create_queue_pair(adapter, cq, cq, NULL, 4, 4, 1, 1, 0, &qp) != ND_SUCCESS)
+        abort();
+    nd_qp_close(qp);
 }
 
 /* Part one: a raw connection message, 0 to 6 descriptors attached. */
@@ -126,6 +131,7 @@ static void attach(struct input *in)
     m.iarm_slot = take(in, 2);
     m.srq_entries = take(in, 1) & 1 ? 1u << (take(in, 1) % 10) : 0;
     m.srq_max_sge = take(in, 1);
+    m.region_off = take(in, 1) & 1 ? (uint64_t)take(in, 4) << (take(in, 1) % 13) : 0;
     struct nd_qp_layout l;
     uint32_t rq = m.rq_entries && m.rq_entries <= 65536 ? m.rq_entries : 1;
     uint32_t sge = m.max_sge && m.max_sge <= 64 ? m.max_sge : 1;
