@@ -225,14 +225,15 @@ const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, int fd)
     const uint8_t *map = NULL;
     struct stat st;
 
-    /* The mapping keeps the peer's memfd alive, so its inode cannot be reused under us. */
-    if (!nd_memfd_mappable(fd, ND_ADAPTER_REGION_BYTES, &st))
+    /* The mapping keeps the peer's memfd alive, so its inode cannot be reused under us:
+     * one we mapped is known by its inode, and was checked when it was new. */
+    if (fd < 0 || fstat(fd, &st) < 0)
         return NULL;
     pthread_mutex_lock(&a->lock);
     for (uint32_t i = 0; i < a->npeers && !map; i++)
         if (a->peers[i].dev == st.st_dev && a->peers[i].ino == st.st_ino)
             map = a->peers[i].map;
-    if (!map && (a->npeers < a->cap_peers ||
+    if (!map && nd_memfd_mappable(fd, ND_ADAPTER_REGION_BYTES, &st) && (a->npeers < a->cap_peers ||
                  (a->peers = realloc(a->peers, (a->cap_peers = a->cap_peers * 2 + 4) * sizeof(*a->peers))))) {
         void *m = mmap(NULL, ND_ADAPTER_REGION_BYTES, PROT_READ, MAP_SHARED, fd, 0);
 
