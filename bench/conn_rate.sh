@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Connection set-up in one run: netdirect's nd_conn (each connection's full life: create
 # QP, connect, 4 KiB each way, disconnect, destroy) over shm with 1 and 2 threads per side
-# and over iwarp, against raw unix-socket and raw TCP connect/accept/close loops (no data).
-# Medians of $RUNS rounds of $SECONDS_EACH s each, and ratios.
+# and over iwarp, against raw unix-socket loops (connect, 4 KiB each way, close; and with
+# no data) and a raw TCP loop, at the same concurrency (1 and 2 at once). Medians of $RUNS
+# rounds of $SECONDS_EACH s each; ratios are raw / netdirect at equal concurrency.
 # Usage: bench/conn_rate.sh [build-dir]
 set -u
 build=${1:-build}
@@ -31,21 +32,23 @@ for r in $(seq "$RUNS"); do
     nd_conn iwarp 1 >> "$tmp/iw1"
     "$build/bench/raw_conn_rate" unix "$SECONDS_EACH" --json >> "$tmp/unix"
     "$build/bench/raw_conn_rate" unix "$SECONDS_EACH" --json --data 4096 >> "$tmp/unix4k"
+    "$build/bench/raw_conn_rate" unix "$SECONDS_EACH" --json --data 4096 --threads 2 >> "$tmp/unix4k2"
     "$build/bench/raw_conn_rate" tcp "$SECONDS_EACH" --json >> "$tmp/tcp"
 done
-for f in shm1 shm2 iw1 unix unix4k tcp; do
+for f in shm1 shm2 iw1 unix unix4k unix4k2 tcp; do
     eval "$f=\$(field per_second < \"$tmp/$f\" | median)"
 done
 echo "## Connection set-up ($(date -u +%Y-%m-%d), $(nproc) CPUs, medians of $RUNS runs of ${SECONDS_EACH} s)"
 echo
-echo "| | connections/s | raw unix / this |"
-echo "|---|---|---|"
-echo "| raw unix connect/accept/close (no data) | $unix | 1.00 |"
-echo "| raw unix connect, 4 KiB each way, close | $unix4k | $(ratio "$unix" "$unix4k") |"
-echo "| raw TCP connect/accept/close (no data) | $tcp | $(ratio "$unix" "$tcp") |"
-echo "| **netdirect nd_conn, shm, 1 thread** (full life, 4 KiB each way) | **$shm1** | $(ratio "$unix" "$shm1") |"
-echo "| **netdirect nd_conn, shm, 2 threads** | **$shm2** | $(ratio "$unix" "$shm2") |"
-echo "| **netdirect nd_conn, iwarp, 1 thread** | **$iw1** | $(ratio "$unix" "$iw1") |"
+echo "| | at once | connections/s | raw unix 4 KiB / this, same concurrency |"
+echo "|---|---|---|---|"
+echo "| raw unix connect/accept/close (no data) | 1 | $unix | |"
+echo "| raw unix connect, 4 KiB each way, close | 1 | $unix4k | 1.00 |"
+echo "| raw unix connect, 4 KiB each way, close | 2 | $unix4k2 | 1.00 |"
+echo "| raw TCP connect/accept/close (no data) | 1 | $tcp | |"
+echo "| **netdirect nd_conn, shm** (full life, 4 KiB each way) | 1 | **$shm1** | $(ratio "$unix4k" "$shm1") |"
+echo "| **netdirect nd_conn, shm** | 2 | **$shm2** | $(ratio "$unix4k2" "$shm2") (raw at 1: $(ratio "$unix4k" "$shm2")) |"
+echo "| **netdirect nd_conn, iwarp** | 1 | **$iw1** | $(ratio "$unix4k" "$iw1") |"
 echo
 for f in shm1 shm2 iw1; do
     echo "$f averages: Connect $(field connect_us < "$tmp/$f" | median) us, CompleteConnect" \
