@@ -81,17 +81,19 @@ report() {
     bw_row "**netdirect iwarp Send** (nd_ping)" nd_iwarp_send nd_iwarp_send
     bw_row "ucx_perftest tag_bw, tcp" ucx_tcp nd_iwarp_write
     echo
-    echo "## Connection set-up (connections/s, sequential, 2 s per run)"
+    echo "## Connection set-up (connections/s, 2 s per run; ratios against raw unix with 4 KiB each way at the same concurrency)"
     echo
-    echo "| | per second | this / raw unix |"
-    echo "|---|---|---|"
-    u=$(med conn_raw_unix)
-    echo "| raw unix connect/accept/close, no data | $u | 1.00 |"
-    echo "| raw unix connect, 4 KiB each way, close | $(med conn_raw_unix4k) | $(ratio "$(med conn_raw_unix4k)" "$u") |"
-    echo "| raw TCP connect/accept/close, no data | $(med conn_raw_tcp) | $(ratio "$(med conn_raw_tcp)" "$u") |"
-    echo "| **netdirect nd_conn, shm, 1 thread** (QP + connect + 4 KiB each way + disconnect) | $(med conn_nd_shm1) | $(ratio "$(med conn_nd_shm1)" "$u") |"
-    echo "| **netdirect nd_conn, shm, 2 threads** | $(med conn_nd_shm2) | $(ratio "$(med conn_nd_shm2)" "$u") |"
-    echo "| **netdirect nd_conn, iwarp, 1 thread** | $(med conn_nd_iwarp1) | $(ratio "$(med conn_nd_iwarp1)" "$u") |"
+    echo "| | at once | per second | raw / this |"
+    echo "|---|---|---|---|"
+    r1=$(med conn_raw_unix4k)
+    r2=$(med conn_raw_unix4k2)
+    echo "| raw unix connect/accept/close, no data | 1 | $(med conn_raw_unix) | |"
+    echo "| raw unix connect, 4 KiB each way, close | 1 | $r1 | 1.00 |"
+    echo "| raw unix connect, 4 KiB each way, close | 2 | $r2 | 1.00 |"
+    echo "| raw TCP connect/accept/close, no data | 1 | $(med conn_raw_tcp) | |"
+    echo "| **netdirect nd_conn, shm** (QP + connect + 4 KiB each way + disconnect) | 1 | $(med conn_nd_shm1) | $(ratio "$r1" "$(med conn_nd_shm1)") |"
+    echo "| **netdirect nd_conn, shm** | 2 | $(med conn_nd_shm2) | $(ratio "$r2" "$(med conn_nd_shm2)") (raw at 1: $(ratio "$r1" "$(med conn_nd_shm2)")) |"
+    echo "| **netdirect nd_conn, iwarp** | 1 | $(med conn_nd_iwarp1) | $(ratio "$r1" "$(med conn_nd_iwarp1)") |"
     echo
     echo "## CQ notification: one thread waits on one port for N armed CQs"
     echo
@@ -108,9 +110,9 @@ report() {
 
 plots() {
     command -v gnuplot > /dev/null || { echo "gnuplot missing: no plots" >&2; return 0; }
-    printf '"raw unix" %s\n"raw TCP" %s\n"nd shm x1" %s\n"nd shm x2" %s\n"nd iwarp" %s\n' \
-        "$(med conn_raw_unix)" "$(med conn_raw_tcp)" "$(med conn_nd_shm1)" "$(med conn_nd_shm2)" \
-        "$(med conn_nd_iwarp1)" | sed 's/n\/a/NaN/' > "$tmp/conn.dat"
+    printf '"raw unix" %s\n"raw unix 4K x1" %s\n"raw unix 4K x2" %s\n"raw TCP" %s\n"nd shm x1" %s\n"nd shm x2" %s\n"nd iwarp" %s\n' \
+        "$(med conn_raw_unix)" "$(med conn_raw_unix4k)" "$(med conn_raw_unix4k2)" "$(med conn_raw_tcp)" \
+        "$(med conn_nd_shm1)" "$(med conn_nd_shm2)" "$(med conn_nd_iwarp1)" | sed 's/n\/a/NaN/' > "$tmp/conn.dat"
     gnuplot <<EOF
 set terminal pngcairo size 900,560 noenhanced
 set grid
