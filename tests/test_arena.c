@@ -96,7 +96,31 @@ static void peer_map(nd_adapter *a)
     nd_area_put(a, &x, false, 0);
 }
 
-/* One connection's life on either side: a Send each way, then the client disconnects. */
+/* The start of connection @i's life on either side: a queue pair and a connector (the
+ * first come with the side), a receive posted. Past a chunk's worth of areas, each is
+ * reused once its peer let go: one chunk throughout. */
+static nd_sge life_begin(struct t_side *s, int i)
+{
+    nd_sge sge = { s->buf, 8, s->token };
+
+    if (i) {
+        CHECK_ST(nd_adapter_create_queue_pair(s->a, s->cq, s->cq, s, 4, 4, 1, 1, 128, &s->qp), ND_SUCCESS);
+        CHECK_ST(nd_adapter_create_connector(s->a, s->port, &s->c), ND_SUCCESS);
+    }
+    CHECK_ST(nd_qp_receive(s->qp, NULL, &sge, 1), ND_SUCCESS);
+    CHECK(nd_arena_chunk_count(s->a) == 1);
+    return sge;
+}
+
+/* After the last life: t_side_close wants a queue pair and no connector. */
+static void sides_close(struct t_side *s)
+{
+    s->c = NULL;
+    CHECK_ST(nd_adapter_create_queue_pair(s->a, s->cq, s->cq, s, 4, 4, 1, 1, 128, &s->qp), ND_SUCCESS);
+    t_side_close(s);
+}
+
+/* Each connection: a Send each way, then the client disconnects and both close. */
 static void server(int port_pipe)
 {
     struct t_side s;
@@ -107,14 +131,8 @@ static void server(int port_pipe)
     CHECK(write(port_pipe, &port, sizeof(port)) == sizeof(port));
     for (int i = 0; i < CONNS; i++) {
         nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
-        nd_sge sge = { s.buf, 8, s.token };
+        nd_sge sge = life_begin(&s, i);
 
-        if (i) {
-            CHECK_ST(nd_adapter_create_queue_pair(s.a, s.cq, s.cq, &s, 4, 4, 1, 1, 128, &s.qp), ND_SUCCESS);
-            CHECK_ST(nd_adapter_create_connector(s.a, s.port, &s.c), ND_SUCCESS);
-        }
-        CHECK_ST(nd_qp_receive(s.qp, NULL, &sge, 1), ND_SUCCESS);
-        CHECK(nd_arena_chunk_count(s.a) == 1);
         t_accept(&s, 0, NULL, 0);
         nd_result r = t_poll_one(s.cq, 5000);
         CHECK(r.status == ND_SUCCESS && r.request_type == ND_REQUEST_TYPE_RECEIVE && r.bytes_transferred == 8);
@@ -125,9 +143,7 @@ static void server(int port_pipe)
         while (nd_cq_get_results(s.cq, &r, 1))
             ;
     }
-    s.c = NULL;
-    CHECK_ST(nd_adapter_create_queue_pair(s.a, s.cq, s.cq, &s, 4, 4, 1, 1, 128, &s.qp), ND_SUCCESS);
-    t_side_close(&s);
+    sides_close(&s);
 }
 
 static void connections(void)
@@ -141,15 +157,8 @@ static void connections(void)
     CHECK(read(pp, &port, sizeof(port)) == sizeof(port));
     for (int i = 0; i < CONNS; i++) {
         nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
-        nd_sge sge = { s.buf, 8, s.token };
+        nd_sge sge = life_begin(&s, i);
 
-        if (i) {
-            CHECK_ST(nd_adapter_create_queue_pair(s.a, s.cq, s.cq, &s, 4, 4, 1, 1, 128, &s.qp), ND_SUCCESS);
-            CHECK_ST(nd_adapter_create_connector(s.a, s.port, &s.c), ND_SUCCESS);
-        }
-        CHECK_ST(nd_qp_receive(s.qp, NULL, &sge, 1), ND_SUCCESS);
-        /* Past a chunk's worth of areas, each is reused once its peer let go. */
-        CHECK(nd_arena_chunk_count(s.a) == 1);
         t_connect(&s, port, NULL, NULL);
         *(uint64_t *)s.buf = (uint64_t)i;
         CHECK_ST(nd_qp_send(s.qp, NULL, &sge, 1, 0), ND_SUCCESS);
@@ -165,9 +174,7 @@ static void connections(void)
         CHECK_ST(nd_connector_close(s.c), ND_SUCCESS);
         CHECK_ST(nd_qp_close(s.qp), ND_SUCCESS);
     }
-    s.c = NULL;
-    CHECK_ST(nd_adapter_create_queue_pair(s.a, s.cq, s.cq, &s, 4, 4, 1, 1, 128, &s.qp), ND_SUCCESS);
-    t_side_close(&s);
+    sides_close(&s);
     t_expect_child_ok(pid);
 }
 
