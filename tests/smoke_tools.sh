@@ -26,6 +26,15 @@ out=$("$tools/nd_conn" -c "127.0.0.1:$((base + 2))" -d 0.5 --json) || fail "nd_c
 kill "$server" 2>/dev/null
 wait "$server" 2>/dev/null
 echo "$out" | grep -Eq '^\{"connections":[1-9][0-9]*,.*"failures":0,"timeouts":0\}$' || fail "nd_conn output: $out"
+# -n on both sides, two threads each: exactly that many, the server reports its Accepts and ends.
+"$tools/nd_conn" -s "127.0.0.1:$((base + 20))" -t 2 -n 300 --json > "${TMPDIR:-/tmp}/nd_conn_srv.$$" 2>/dev/null &
+server=$!
+out=$("$tools/nd_conn" -c "127.0.0.1:$((base + 20))" -t 2 -n 300 --json) || fail "nd_conn -n failed: $out"
+wait "$server" || fail "nd_conn -n server failed"
+srv=$(cat "${TMPDIR:-/tmp}/nd_conn_srv.$$")
+rm -f "${TMPDIR:-/tmp}/nd_conn_srv.$$"
+echo "$out" | grep -Eq '^\{"connections":299,.*"failures":0,"timeouts":0\}$' || fail "nd_conn -n output: $out"
+echo "$srv" | grep -Eq '^\{"accepted":300,"accept_us":[0-9.]+,"failures":0\}$' || fail "nd_conn -n server: $srv"
 # pair <transport> <port> <tool> <JSON line pattern> <client options...>: server and client
 # of <tool> on this host over <transport>; the client's --json line must match. The server
 # takes $SERVER_ARGS too.

@@ -9,7 +9,6 @@
 #include "nd_tool.h"
 
 #include <pthread.h>
-#include <sched.h>
 
 #define DEFAULT_PORT 54321
 #define MSG 4096
@@ -28,9 +27,9 @@ static nd_qp *make_qp(struct tool_ep *e)
 }
 
 /* The next completion: spin for a moment, then sleep on the CQ. With -t threads on each
- * side there are more waiters than CPUs: a spinning one yields its CPU at each turn to a
- * thread that has work (the peer it waits for, often); alone on its CPU it just polls on.
- * Measured (bench/conn_rate.sh): +12% at 2 threads a side, level at 1. */
+ * side there are more waiters than CPUs; spinning ones would take turns by time slice.
+ * (Yielding while spinning gained 12% at 2 threads on an idle machine, but with other
+ * busy processes each yield waits out their time slices: 3x slower. Not done.) */
 static nd_result next_result(struct tool_ep *e)
 {
     nd_result r;
@@ -39,10 +38,8 @@ static nd_result next_result(struct tool_ep *e)
     while (nd_cq_get_results(e->cq, &r, 1) == 0) {
         nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
 
-        if (tool_now_us() < until) {
-            sched_yield();
+        if (tool_now_us() < until)
             continue;
-        }
         if (tool_wait(nd_cq_notify(e->cq, ND_CQ_NOTIFY_ANY, &ov), &ov) != ND_SUCCESS)
             TOOL_DIE("CQ notify failed");
     }
@@ -250,7 +247,14 @@ int main(int argc, char **argv)
         TOOL_CHECK(nd_listener_listen(e.listener, 0));
         fprintf(stderr, "nd_conn: listening on %s:%u\n", inet_ntoa(addr.sin_addr), ntohs(addr.sin_port));
         run_workers(a, e.listener, &addr, nthreads, 0, count, server_main, &t);
-        return 0;
+        double an = t.n ? (double)t.n : 1;
+        if (json)
+            printf("{\"accepted\":%llu,\"accept_us\":%.2f,\"failures\":%llu}\n", (unsigned long long)t.n,
+                   t.accept / an, (unsigned long long)t.failures);
+        else
+            printf("%llu connections accepted; average Accept %.1f us; %llu failures\n", (unsigned long long)t.n,
+                   t.accept / an, (unsigned long long)t.failures);
+        return t.failures ? 1 : 0;
     }
     /* The server may still be starting: the first connection retries a refusal. */
     for (int tries = 0; !client_once(&e, &addr, &t) && tries < 5000; tries++) {
@@ -261,7 +265,9 @@ int main(int argc, char **argv)
     }
     t = (struct timing){ 0 };
     double start = tool_now_us();
-    run_workers(a, NULL, &addr, nthreads, seconds, count, client_main, &t);
+    /* That first connection was one of -n's (the server counts it): the timed ones are the rest. */
+    if (!count || count > 1)
+        run_workers(a, NULL, &addr, nthreads, seconds, count ? count - 1 : 0, client_main, &t);
     double elapsed = tool_now_us() - start;
     worker_close(&e);
     nd_adapter_close(a);
