@@ -247,6 +247,9 @@ int main(int argc, char **argv)
         TOOL_CHECK(nd_listener_listen(e.listener, 0));
         fprintf(stderr, "nd_conn: listening on %s:%u\n", inet_ntoa(addr.sin_addr), ntohs(addr.sin_port));
         run_workers(a, e.listener, &addr, nthreads, 0, count, server_main, &t);
+        nd_listener_close(e.listener);
+        worker_close(&e);
+        nd_adapter_close(a);
         double an = t.n ? (double)t.n : 1;
         if (json)
             printf("{\"accepted\":%llu,\"accept_us\":%.2f,\"failures\":%llu}\n", (unsigned long long)t.n,
