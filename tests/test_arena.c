@@ -91,6 +91,10 @@ static void peer_map(nd_adapter *a)
     CHECK(loose >= 0 && ftruncate(loose, 8192) == 0);
     CHECK(nd_peer_area_map(a, loose, 0, 4096) == NULL);
     close(loose);
+    int huge = nd_memfd_sealed("huge", (1ull << 30) + 4096);        /* no chunk is that big */
+    CHECK(huge >= 0);
+    CHECK(nd_peer_area_map(a, huge, 0, 4096) == NULL);
+    close(huge);
     nd_peer_area_unmap(a, p);
     nd_peer_area_unmap(a, q);
     nd_area_put(a, &x, false, 0);

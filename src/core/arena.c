@@ -27,6 +27,9 @@
 
 #define ARENA_CHUNK_BYTES (8u << 20)  /* areas per chunk: this over the area size, at least 1 */
 #define PEER_CHUNKS_IDLE 8u          /* peers' chunks kept mapped with no area of theirs in use */
+/* Larger than any chunk a peer of ours makes (8 MiB, or one region: tens of MiB at most):
+ * a bigger memfd is refused rather than mapped. */
+#define PEER_CHUNK_MAX (1ull << 30)
 
 enum area_state { AREA_FREE, AREA_USED, AREA_HELD };
 
@@ -237,7 +240,7 @@ uint8_t *nd_peer_area_map(struct nd_adapter *a, int fd, uint64_t off, size_t byt
     struct stat st;
     uint8_t *region = NULL;
 
-    if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= 0)
+    if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > PEER_CHUNK_MAX)
         return NULL;
     pthread_mutex_lock(&a->lock);
     ar = arena_of(a);
