@@ -62,21 +62,12 @@ void nd_adapter_ref(struct nd_adapter *a)
     atomic_fetch_add(&a->refs, 1);
 }
 
-struct nd_peer_region {
-    dev_t dev;
-    ino_t ino;
-    uint8_t *map;
-};
-
 static void adapter_destroy(struct nd_adapter *a)
 {
     for (const struct nd_transport_ops *const *t = nd_transports; *t; t++)
         if ((*t)->adapter_close)
             (*t)->adapter_close(a);
     a->magic = ND_MAGIC_DEAD;
-    for (uint32_t i = 0; i < a->npeers; i++)
-        munmap(a->peers[i].map, ND_ADAPTER_REGION_BYTES);
-    free(a->peers);
     nd_arena_destroy(a);
     for (uint32_t i = 0; i < a->nspare_ports; i++)
         close(a->spare_ports[i].fd);
@@ -220,28 +211,3 @@ int nd_adapter_ro_fd(struct nd_adapter *a)
     return fd;
 }
 
-const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, int fd)
-{
-    const uint8_t *map = NULL;
-    struct stat st;
-
-    /* The mapping keeps the peer's memfd alive, so its inode cannot be reused under us:
-     * one we mapped is known by its inode, and was checked when it was new. */
-    if (fd < 0 || fstat(fd, &st) < 0)
-        return NULL;
-    pthread_mutex_lock(&a->lock);
-    for (uint32_t i = 0; i < a->npeers && !map; i++)
-        if (a->peers[i].dev == st.st_dev && a->peers[i].ino == st.st_ino)
-            map = a->peers[i].map;
-    if (!map && nd_memfd_mappable(fd, ND_ADAPTER_REGION_BYTES, &st) && (a->npeers < a->cap_peers ||
-                 (a->peers = realloc(a->peers, (a->cap_peers = a->cap_peers * 2 + 4) * sizeof(*a->peers))))) {
-        void *m = mmap(NULL, ND_ADAPTER_REGION_BYTES, PROT_READ, MAP_SHARED, fd, 0);
-
-        if (m != MAP_FAILED) {
-            a->peers[a->npeers++] = (struct nd_peer_region){ st.st_dev, st.st_ino, m };
-            map = m;
-        }
-    }
-    pthread_mutex_unlock(&a->lock);
-    return map;
-}

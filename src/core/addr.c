@@ -80,7 +80,7 @@ nd_status nd_addr_list(unsigned ifindex_filter, nd_address_list *list, uint32_t 
     return ND_SUCCESS;
 }
 
-static bool same_address(const struct sockaddr *a, const struct sockaddr *b)
+bool nd_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b)
 {
     if (a->sa_family != b->sa_family)
         return false;
@@ -104,7 +104,7 @@ nd_status nd_addr_resolve(const struct sockaddr *addr, uint32_t len, unsigned *i
     if (getifaddrs(&ifs) < 0)
         return ND_INSUFFICIENT_RESOURCES;
     for (ifa = ifs; ifa; ifa = ifa->ifa_next)
-        if (usable(ifa) && same_address(ifa->ifa_addr, addr)) {
+        if (usable(ifa) && nd_sockaddr_same_host(ifa->ifa_addr, addr)) {
             *ifindex = if_nametoindex(ifa->ifa_name);
             st = *ifindex ? ND_SUCCESS : ND_INVALID_ADDRESS;
             break;

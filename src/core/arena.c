@@ -45,6 +45,8 @@ struct nd_arena_chunk {
 struct nd_peer_chunk {
     dev_t dev;
     ino_t ino;
+    int prot;                       /* part of the key: one file may come as either */
+    bool pinned;                    /* a peer adapter's region: kept until the adapter goes */
     uint8_t *map;
     size_t bytes;
     uint32_t refs;                  /* our queue pairs attached to one of its areas */
@@ -220,7 +222,7 @@ static void peer_evict_idle(struct nd_arena *ar)
         uint32_t idle = 0, lru = ar->npeer;
 
         for (uint32_t i = 0; i < ar->npeer; i++) {
-            if (ar->peer[i].refs)
+            if (ar->peer[i].refs || ar->peer[i].pinned)
                 continue;
             idle++;
             if (lru == ar->npeer || ar->peer[i].last_used < ar->peer[lru].last_used)
@@ -233,38 +235,73 @@ static void peer_evict_idle(struct nd_arena *ar)
     }
 }
 
-uint8_t *nd_peer_area_map(struct nd_adapter *a, int fd, uint64_t off, size_t bytes)
+/*
+ * The peer's memfd behind @fd, mapped with @prot once and found again by its inode (adapter
+ * lock held). New to us, it must be sealed against shrinking (no SIGBUS under our loads and
+ * stores). The mapping keeps the memfd alive, so its inode cannot name another file while
+ * cached. NULL if it is no such memfd.
+ */
+static struct nd_peer_chunk *peer_chunk(struct nd_arena *ar, int fd, int prot)
 {
-    struct nd_arena *ar;
-    struct nd_peer_chunk *p = NULL;
     struct stat st;
-    uint8_t *region = NULL;
+    void *m;
 
     if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > PEER_CHUNK_MAX)
         return NULL;
+    for (uint32_t i = 0; i < ar->npeer; i++)
+        if (ar->peer[i].dev == st.st_dev && ar->peer[i].ino == st.st_ino && ar->peer[i].prot == prot)
+            return &ar->peer[i];
+    if (!nd_memfd_mappable(fd, (size_t)st.st_size, &st))
+        return NULL;
+    if (ar->npeer == ar->cap_peer) {
+        uint32_t cap = ar->cap_peer * 2 + 4;
+        struct nd_peer_chunk *n = realloc(ar->peer, cap * sizeof(*n));
+
+        if (!n)
+            return NULL;
+        ar->peer = n;
+        ar->cap_peer = cap;
+    }
+    m = mmap(NULL, (size_t)st.st_size, prot, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    ar->peer[ar->npeer] = (struct nd_peer_chunk){ .dev = st.st_dev, .ino = st.st_ino, .prot = prot, .map = m,
+                                                  .bytes = (size_t)st.st_size };
+    return &ar->peer[ar->npeer++];
+}
+
+uint8_t *nd_peer_area_map(struct nd_adapter *a, int fd, uint64_t off, size_t bytes)
+{
+    struct nd_arena *ar;
+    struct nd_peer_chunk *p;
+    uint8_t *region = NULL;
+
     pthread_mutex_lock(&a->lock);
     ar = arena_of(a);
-    for (uint32_t i = 0; ar && i < ar->npeer && !p; i++)
-        if (ar->peer[i].dev == st.st_dev && ar->peer[i].ino == st.st_ino)
-            p = &ar->peer[i];
-    /* New to us: it must be sealed against shrinking (no SIGBUS under our stores). The
-     * mapping keeps the memfd alive, so its inode cannot name another file while cached. */
-    if (ar && !p && nd_memfd_mappable(fd, (size_t)st.st_size, &st) &&
-        (ar->npeer < ar->cap_peer ||
-         (ar->peer = realloc(ar->peer, (ar->cap_peer = ar->cap_peer * 2 + 4) * sizeof(*ar->peer))) != NULL)) {
-        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-
-        if (m != MAP_FAILED) {
-            p = &ar->peer[ar->npeer++];
-            *p = (struct nd_peer_chunk){ st.st_dev, st.st_ino, m, (size_t)st.st_size, 0, 0 };
-        }
-    }
+    p = ar ? peer_chunk(ar, fd, PROT_READ | PROT_WRITE) : NULL;
     if (p && off % 4096 == 0 && off <= p->bytes && bytes <= p->bytes - off) {
         p->refs++;
         region = p->map + off;
     }
     pthread_mutex_unlock(&a->lock);
     return region;
+}
+
+const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, int fd)
+{
+    struct nd_arena *ar;
+    struct nd_peer_chunk *p;
+    const uint8_t *map = NULL;
+
+    pthread_mutex_lock(&a->lock);
+    ar = arena_of(a);
+    p = ar ? peer_chunk(ar, fd, PROT_READ) : NULL;
+    if (p && p->bytes >= ND_ADAPTER_REGION_BYTES) {
+        p->pinned = true;
+        map = p->map;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return map;
 }
 
 void nd_peer_area_unmap(struct nd_adapter *a, uint8_t *region)

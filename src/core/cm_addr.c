@@ -114,23 +114,12 @@ nd_status nd_sockaddr_copy_out(const struct sockaddr_storage *ss, struct sockadd
     return ND_SUCCESS;
 }
 
-static bool same_host_part(const struct sockaddr_storage *x, const struct sockaddr *y)
-{
-    if (x->ss_family != y->sa_family)
-        return false;
-    if (y->sa_family == AF_INET)
-        return ((const struct sockaddr_in *)x)->sin_addr.s_addr == ((const struct sockaddr_in *)y)->sin_addr.s_addr;
-    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)x, *b = (const struct sockaddr_in6 *)y;
-
-    return !memcmp(&a->sin6_addr, &b->sin6_addr, sizeof(a->sin6_addr)) && a->sin6_scope_id == b->sin6_scope_id;
-}
-
 nd_status nd_adapter_reserve_port(struct nd_adapter *a, const struct sockaddr *want, struct sockaddr_storage *bound,
                                   int *fd)
 {
     pthread_mutex_lock(&a->lock);
     for (uint32_t i = 0; i < a->nspare_ports; i++)
-        if (same_host_part(&a->spare_ports[i].bound, want)) {
+        if (nd_sockaddr_same_host((const struct sockaddr *)&a->spare_ports[i].bound, want)) {
             *fd = a->spare_ports[i].fd;
             *bound = a->spare_ports[i].bound;
             a->spare_ports[i] = a->spare_ports[--a->nspare_ports];

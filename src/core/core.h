@@ -148,10 +148,8 @@ struct nd_adapter {
     uint32_t mtab_nfree;
     uint8_t *mtab_key;              /* private: next key per index */
     int ro_fd;                      /* our region re-opened read-only, for peers; -1 until needed */
-    struct nd_peer_region *peers;   /* peers' regions mapped read-only, one per peer adapter */
-    uint32_t npeers, cap_peers;
     void *progress_engine;          /* iwarp's progress thread, started with the first connection */
-    struct nd_arena *arena;         /* queue pair regions, ours and peers' (arena.c) */
+    struct nd_arena *arena;         /* queue pair regions, ours and peers'; peers' adapter regions (arena.c) */
     /* Ports connectors reserved and no longer need, kept bound for the next connector
      * (a reservation is three system calls and a close): under lock. */
     struct nd_spare_port { int fd; struct sockaddr_storage bound; } spare_ports[ND_SPARE_PORTS];
@@ -168,7 +166,8 @@ int nd_adapter_export_ro_fd(struct nd_adapter *a);
 /* The same, opened once and kept by the adapter (do not close). -1 on failure. */
 int nd_adapter_ro_fd(struct nd_adapter *a);
 /* A peer adapter's region (from @fd), mapped read-only once per peer adapter and kept
- * until this adapter goes. NULL if @fd is not a region of the right size. */
+ * until this adapter goes (arena.c keeps it with the peers' chunks). NULL if @fd is not a
+ * sealed memfd of at least the region's size. */
 const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, int fd);
 
 /* ---- queue pair regions (arena.c) ---- */
@@ -201,6 +200,8 @@ uint32_t nd_arena_chunk_count(struct nd_adapter *a);
 uint64_t nd_adapter_id_for_ifindex(unsigned ifindex);
 nd_status nd_addr_list(unsigned ifindex_filter, nd_address_list *list, uint32_t *size);
 nd_status nd_addr_resolve(const struct sockaddr *addr, uint32_t len, unsigned *ifindex);
+/* Same family and address (ports aside; an IPv6 scope of 0 matches any). */
+bool nd_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
 bool nd_ifindex_exists(unsigned ifindex);
 
 /* ---- small helpers ---- */

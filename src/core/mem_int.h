@@ -28,6 +28,7 @@ struct nd_mtab_share {
     uint64_t base;
     uint64_t size;
     int32_t fd;
+    uint32_t reserved;
 };
 
 /* One cache line per entry: a region changing never disturbs a peer checking its neighbour. */
@@ -38,9 +39,7 @@ struct nd_mtab_entry {
     uint32_t kind;              /* enum nd_mtab_kind */
     uint64_t addr;
     uint64_t length;
-    uint64_t share_ino, share_base, share_size;
-    int32_t share_fd;
-    uint32_t reserved;
+    struct nd_mtab_share share;
 };
 
 _Static_assert(sizeof(struct nd_mtab_entry) == ND_MTAB_ENTRY_BYTES, "the adapter region's layout");
@@ -73,7 +72,7 @@ nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entrie
  * fill @out and count a registration in it (its free is refused until released by the
  * base in @out); else @out is zeroed (ino 0: not shareable).
  */
-bool nd_share_claim(uintptr_t addr, size_t len, struct nd_mtab_share *out);
+void nd_share_claim(uintptr_t addr, size_t len, struct nd_mtab_share *out);
 void nd_share_release(uintptr_t base);
 
 /* Memory windows, bound and invalidated by queue pairs (mem.c). */

@@ -74,10 +74,10 @@ uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, ui
     __atomic_store_n(&e->access, access, __ATOMIC_RELAXED);
     if (share && !share->ino)
         share = NULL;
-    __atomic_store_n(&e->share_ino, share ? share->ino : 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->share_base, share ? share->base : 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->share_size, share ? share->size : 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&e->share_fd, share ? share->fd : -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->share.ino, share ? share->ino : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->share.base, share ? share->base : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->share.size, share ? share->size : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->share.fd, share ? share->fd : -1, __ATOMIC_RELAXED);
     __atomic_store_n(&e->token, token, __ATOMIC_RELAXED);
     entry_write_end(e);
     return token;
@@ -119,10 +119,10 @@ nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entrie
         eaddr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
         elen = __atomic_load_n(&e->length, __ATOMIC_RELAXED);
         if (share) {
-            sh.ino = __atomic_load_n(&e->share_ino, __ATOMIC_RELAXED);
-            sh.base = __atomic_load_n(&e->share_base, __ATOMIC_RELAXED);
-            sh.size = __atomic_load_n(&e->share_size, __ATOMIC_RELAXED);
-            sh.fd = __atomic_load_n(&e->share_fd, __ATOMIC_RELAXED);
+            sh.ino = __atomic_load_n(&e->share.ino, __ATOMIC_RELAXED);
+            sh.base = __atomic_load_n(&e->share.base, __ATOMIC_RELAXED);
+            sh.size = __atomic_load_n(&e->share.size, __ATOMIC_RELAXED);
+            sh.fd = __atomic_load_n(&e->share.fd, __ATOMIC_RELAXED);
         }
         atomic_thread_fence(memory_order_acquire);
     } while ((seq & 1) || seq != atomic_load_explicit(&e->seq, memory_order_relaxed));

@@ -337,7 +337,6 @@ static nd_status region_create(struct nd_qp *qp)
     if (nd_area_get(qp->adapter, qp->layout.size, qp->layout.slots, &qp->area) != ND_SUCCESS)
         return ND_INSUFFICIENT_RESOURCES;
     qp->region = qp->area.map;
-    qp->region_fd = qp->area.fd;
     qp->ctl = (struct nd_qp_ctl *)qp->region;
     qp->ctl->magic = ND_QP_REGION_MAGIC;
     qp->ctl->version = ND_QP_REGION_VERSION;
@@ -428,7 +427,6 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
     qp->inline_size = inline_size;
     qp->rq_entries = pow2_at_least(rq_depth);
     qp->iq_entries = pow2_at_least(iq_depth);
-    qp->region_fd = -1;
     qp->cm_sock = -1;
     st = qp_alloc(qp);
     if (st == ND_SUCCESS)

@@ -127,9 +127,8 @@ struct nd_qp {
     uint32_t rq_posted;             /* under lock */
     _Atomic uint32_t rq_expected;   /* next receive to complete (results returned so far) */
     uint32_t rq_flushed;            /* receives below this have a flush entry */
-    int region_fd;                  /* the arena chunk holding the region (the adapter's: not ours to close) */
     uint8_t *region;
-    struct nd_area area;            /* where the region lives in the adapter's arena */
+    struct nd_area area;            /* where the region lives in the adapter's arena (its chunk's fd: not ours) */
     bool region_shared;             /* its descriptor went to a peer: reuse waits for the peer */
     pid_t region_peer;              /* that peer's process, when on this host (0: unknown) */
     struct nd_qp_layout layout;

@@ -112,7 +112,7 @@ ND_API nd_status nd_free_memory(void *p)
     return st;
 }
 
-bool nd_share_claim(uintptr_t addr, size_t len, struct nd_mtab_share *out)
+void nd_share_claim(uintptr_t addr, size_t len, struct nd_mtab_share *out)
 {
     struct share_alloc *s;
 
@@ -124,7 +124,6 @@ bool nd_share_claim(uintptr_t addr, size_t len, struct nd_mtab_share *out)
         *out = (struct nd_mtab_share){ .ino = s->ino, .base = s->base, .size = s->size, .fd = s->fd };
     }
     pthread_mutex_unlock(&shares_lock);
-    return s != NULL;
 }
 
 void nd_share_release(uintptr_t base)

@@ -178,7 +178,7 @@ nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
         w.rcq_serial = qp->rcq->serial;
         w.icq_serial = qp->icq->serial;
         /* Only distinct descriptors travel: each one costs the receiver an install and a close. */
-        fds[nfds++] = qp->region_fd;
+        fds[nfds++] = qp->area.fd;
         w.region_off = qp->area.off;
         qp->region_shared = true;
         fds[nfds++] = ro_fd;
