@@ -45,7 +45,10 @@ struct nd_qp_ctl {
     uint32_t max_sge;
     uint32_t slot_size;
     _Atomic uint32_t released;      /* written by the peer: its last store in this region */
-    uint32_t reserved[2];
+    /* Bumped by the peer after each connection message it sends us (REP, RTU, DISC): a
+     * connector wait spins on it before it sleeps in poll, saving a wake-up per step. */
+    _Atomic uint32_t cm_bell;
+    uint32_t reserved;
     _Atomic uint32_t state;         /* enum nd_wire_state; either side may terminate */
     _Atomic int32_t term_status;    /* why, from the terminating side's point of view */
     _Atomic uint32_t peer_waiting;  /* the peer holds a send until a receive is posted */

@@ -34,6 +34,10 @@ struct nd_transport_ops {
      * nd_qp_peer_left; the others leave it to the connector. */
     nd_status (*attach)(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
                         bool active);
+    /* Optional: a connection message just went to @qp's peer; ring the peer's cm_bell
+     * (struct nd_qp_ctl) so a connector wait spinning on it sees the message. Connector
+     * waits on a transport without it sleep at once. */
+    void (*cm_ring)(struct nd_qp *qp);
     bool attach_at_rtu;             /* the passive side attaches when the RTU arrives, not at Accept */
     /* A dialled socket holds a TCP port of its own: a connector bound to port 0 takes that
      * one rather than reserving another. */

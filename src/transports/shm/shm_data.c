@@ -574,6 +574,19 @@ static void shm_destroy(struct nd_qp *qp)
     qp->conn = NULL;
 }
 
+static void shm_cm_ring(struct nd_qp *qp)
+{
+    struct shm_conn *c;
+
+    pthread_mutex_lock(&qp->lock);
+    c = conn_of(qp);
+    /* The peer's region stays mapped until destroy, and the peer keeps the area until we
+     * store released there: the bell cannot land in another queue pair's region. */
+    if (c && c->pctl)
+        atomic_fetch_add_explicit(&c->pctl->cm_bell, 1, memory_order_release);
+    pthread_mutex_unlock(&qp->lock);
+}
+
 static nd_status shm_cm_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird,
                                uint32_t ord, bool active)
 {
@@ -589,6 +602,7 @@ const struct nd_transport_ops shm_transport = {
     .cm_send = shm_send,
     .cm_recv = shm_cm_recv,
     .attach = shm_cm_attach,
+    .cm_ring = shm_cm_ring,
     .attach_at_rtu = false,
     .post = shm_post,
     .recv_posted = shm_recv_posted,
