@@ -417,6 +417,8 @@ static void connector_spin(struct nd_connector *c, nd_overlapped *ov)
     uint32_t seen = 0;
     uint64_t end;
 
+    if (!nd_spin_enter())
+        return;
     pthread_mutex_lock(&c->lock);
     if (c->qp && c->wire && c->wire->cm_ring) {
         qp = c->qp;
@@ -424,8 +426,10 @@ static void connector_spin(struct nd_connector *c, nd_overlapped *ov)
         seen = atomic_load_explicit(&qp->ctl->cm_bell, memory_order_acquire);
     }
     pthread_mutex_unlock(&c->lock);
-    if (!qp)
+    if (!qp) {
+        nd_spin_leave();
         return;
+    }
     connector_pump_once(c);
     end = nd_now_ns() + CM_SPIN_NS;
     for (uint32_t i = 1; nd_ov_is_pending(ov); i++) {
@@ -441,6 +445,7 @@ static void connector_spin(struct nd_connector *c, nd_overlapped *ov)
         }
     }
     nd_qp_unref(qp);
+    nd_spin_leave();
 }
 
 static void connector_wait(struct nd_ovobj *obj, nd_overlapped *ov)

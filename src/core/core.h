@@ -211,6 +211,11 @@ uint64_t nd_now_ns(void);
 /* The same clock at tick resolution (a few ms), for deadlines of a second or so: a fifth
  * the cost of nd_now_ns, which counts on the data path. Compare only with its own kind. */
 uint64_t nd_coarse_ns(void);
+/* May this thread spin while it waits? Not when half the CPUs (one of two) already have a
+ * spinner of this process: with more waiting threads than that, spinners would take the
+ * CPU from the peers they wait for. A true answer must be paired with nd_spin_leave. */
+bool nd_spin_enter(void);
+void nd_spin_leave(void);
 int nd_memfd_sealed(const char *name, size_t size);
 /* A random number drawn once per process (after fork, the child draws its own). */
 uint64_t nd_process_nonce(void);

@@ -339,7 +339,7 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
     struct nd_ovbatch b;
     uint64_t v;
 
-    bool woke = false, quiet;
+    bool woke = false, quiet, spin = nd_spin_enter();
     uint64_t spin_end = nd_now_ns() + CQ_SPIN_NS;
 
     /*
@@ -348,13 +348,13 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
      * again (then look) before sleeping. Spares the peer a system call per completion.
      */
     pthread_mutex_lock(&cq->lock);
-    quiet = atomic_fetch_add(&cq->ov_waiters, 1) == 0 && notifies_all_waited(cq);
+    quiet = atomic_fetch_add(&cq->ov_waiters, 1) == 0 && spin && notifies_all_waited(cq);
     if (quiet)
         arm_store(cq, ND_ARM_NONE);
     pthread_mutex_unlock(&cq->lock);
     /* Spin a moment before sleeping: a wake-up across CPUs costs 5-35 us here, and the
      * answer to a message just sent is often a microsecond away. */
-    while (nd_ov_is_pending(ov) && nd_now_ns() < spin_end) {
+    while (spin && nd_ov_is_pending(ov) && nd_now_ns() < spin_end) {
         nd_ovbatch_init(&b, cq->ov.port);
         pthread_mutex_lock(&cq->lock);
         cq_progress(cq, &b);
@@ -362,6 +362,8 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
         nd_port_deliver(&b);
         nd_cpu_relax();
     }
+    if (spin)
+        nd_spin_leave();
     if (quiet && nd_ov_is_pending(ov)) {
         nd_ovbatch_init(&b, cq->ov.port);
         pthread_mutex_lock(&cq->lock);

@@ -74,6 +74,30 @@ uint64_t nd_coarse_ns(void)
     return clock_ns(CLOCK_MONOTONIC_COARSE);
 }
 
+static _Atomic uint32_t spinners;
+static _Atomic uint32_t spinner_limit;
+
+bool nd_spin_enter(void)
+{
+    uint32_t limit = atomic_load_explicit(&spinner_limit, memory_order_relaxed);
+
+    if (!limit) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+        limit = n >= 4 ? (uint32_t)n / 2 : 1;
+        atomic_store_explicit(&spinner_limit, limit, memory_order_relaxed);
+    }
+    if (atomic_fetch_add(&spinners, 1) < limit)
+        return true;
+    atomic_fetch_sub(&spinners, 1);
+    return false;
+}
+
+void nd_spin_leave(void)
+{
+    atomic_fetch_sub(&spinners, 1);
+}
+
 /* The nonce: drawn on first use; a fork child draws its own (the atfork hook forgets it). */
 static pthread_mutex_t nonce_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t nonce;
