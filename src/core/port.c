@@ -27,7 +27,11 @@ struct port_source {
     bool kicked;                /* listed in kicked[], to run */
     bool fdless;                /* runs only when kicked */
     _Atomic uint32_t *inflight; /* the object's count of running calls, or NULL */
+    int fd;                     /* its descriptor (-1: kicked only) */
+    uint32_t pending_at;        /* its place in pending[] while not in the epoll set yet */
 };
+
+#define NOT_PENDING UINT32_MAX
 
 /*
  * Signal functions run without source_lock: they take their object's lock, and their
@@ -61,6 +65,16 @@ struct nd_port {
     int kick_fd;
     uint32_t *kicked, nkicked, capkicked;
     uint32_t nfdless;           /* kicked[] has room for all of them: a kick never allocates */
+    /*
+     * Descriptors join the epoll set only when a thread is about to sleep on it: most
+     * connections live and die without one (their waits poll their own sockets), and two
+     * epoll_ctl calls a connection a side were a tenth of nd_conn's system calls. A thread
+     * counts itself in sleepers before it flushes pending[] under source_lock, and a source
+     * added while any sleeps goes in at once: no event is lost to a sleeping thread.
+     */
+    uint32_t *pending, npending, cappending;
+    _Atomic uint32_t sleepers;
+    bool eager;                 /* nd_port_fd handed the set out: everything goes in at once */
 };
 
 bool nd_port_valid(const struct nd_port *port)
@@ -176,6 +190,7 @@ ND_API nd_status nd_port_close(nd_port *port)
     if (port->kick_fd >= 0)
         close(port->kick_fd);
     free(port->kicked);
+    free(port->pending);
     pthread_mutex_destroy(&port->queue_lock);
     pthread_mutex_destroy(&port->source_lock);
     pthread_cond_destroy(&port->source_idle);
@@ -185,9 +200,20 @@ ND_API nd_status nd_port_close(nd_port *port)
     return ND_SUCCESS;
 }
 
-ND_API int nd_port_fd(const nd_port *port)
+static void flush_pending_locked(struct nd_port *port);
+
+ND_API int nd_port_fd(const nd_port *cport)
 {
-    return nd_port_valid(port) ? port->epfd : -1;
+    struct nd_port *port = (struct nd_port *)cport;     /* the handle's object is ours to change */
+
+    if (!nd_port_valid(port))
+        return -1;
+    /* Whoever polls the set from now on sleeps where we cannot see it. */
+    pthread_mutex_lock(&port->source_lock);
+    port->eager = true;
+    flush_pending_locked(port);
+    pthread_mutex_unlock(&port->source_lock);
+    return port->epfd;
 }
 
 /* Keep queue_fd's counter nonzero exactly while the queue is not empty. Under queue_lock. */
@@ -358,6 +384,49 @@ void nd_port_run_kicked(struct nd_port *port, struct nd_ovbatch *batch)
     pthread_mutex_unlock(&port->source_lock);
 }
 
+/* Source @idx waits outside the epoll set (source_lock held). False if out of memory. */
+static bool pending_push(struct nd_port *port, uint32_t idx)
+{
+    if (port->npending == port->cappending) {
+        uint32_t cap = port->cappending ? port->cappending * 2 : 16;
+        uint32_t *n = realloc(port->pending, cap * sizeof(*n));
+
+        if (!n)
+            return false;
+        port->pending = n;
+        port->cappending = cap;
+    }
+    port->src[idx].pending_at = port->npending;
+    port->pending[port->npending] = idx;
+    port->npending++;
+    return true;
+}
+
+static void pending_remove(struct nd_port *port, uint32_t idx)
+{
+    uint32_t at = port->src[idx].pending_at, last = port->pending[port->npending - 1];
+
+    port->pending[at] = last;
+    port->src[last].pending_at = at;
+    port->src[idx].pending_at = NOT_PENDING;
+    port->npending--;
+}
+
+/* Put every pending descriptor into the epoll set (source_lock held). */
+static void flush_pending_locked(struct nd_port *port)
+{
+    for (uint32_t i = 0; i < port->npending; i++) {
+        uint32_t idx = port->pending[i];
+        struct epoll_event ev = { .events = EPOLLIN | EPOLLET,
+                                  .data.u64 = (uint64_t)port->src[idx].gen << 32 | idx };
+
+        port->src[idx].pending_at = NOT_PENDING;
+        if (epoll_ctl(port->epfd, EPOLL_CTL_ADD, port->src[idx].fd, &ev) < 0)
+            nd_log(ND_LOG_WARN, ND_SUB_PORT, "a source could not join the port: %m");
+    }
+    port->npending = 0;
+}
+
 nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_signal_fn fn,
                              _Atomic uint32_t *inflight, uint32_t *id)
 {
@@ -391,7 +460,13 @@ nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_si
     port->src[idx].kicked = false;
     port->src[idx].fdless = fd < 0;
     port->src[idx].inflight = inflight;
+    port->src[idx].fd = fd;
+    port->src[idx].pending_at = NOT_PENDING;
     ev.data.u64 = (uint64_t)port->src[idx].gen << 32 | idx;
+    if (fd >= 0 && !port->eager && !atomic_load(&port->sleepers) && pending_push(port, idx)) {
+        *id = idx;
+        goto out;
+    }
     if (fd < 0 ? !kick_room(port) : epoll_ctl(port->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         port->src[idx].obj = NULL;
         source_free_locked(port, idx);
@@ -435,7 +510,9 @@ static void forget_kicks(struct nd_port *port, uint32_t id)
 void nd_port_del_source(struct nd_port *port, uint32_t id, int fd)
 {
     pthread_mutex_lock(&port->source_lock);
-    if (fd >= 0)
+    if (port->src[id].pending_at != NOT_PENDING)
+        pending_remove(port, id);
+    else if (fd >= 0)
         epoll_ctl(port->epfd, EPOLL_CTL_DEL, fd, NULL);
     port->src[id].obj = NULL;
     if (port->src[id].fdless)
@@ -505,7 +582,13 @@ ND_API nd_status nd_port_wait(nd_port *port, int timeout_ms, nd_overlapped **out
         wait = remaining_ms(timeout_ms, deadline);
         bool ticking = atomic_load_explicit(&port->timed, memory_order_relaxed) > 0;
         int slice = ticking && (wait < 0 || wait > TICK_MS) ? TICK_MS : wait;
+        /* Counted first, then the flush under the lock the adders hold: see pending[]. */
+        atomic_fetch_add(&port->sleepers, 1);
+        pthread_mutex_lock(&port->source_lock);
+        flush_pending_locked(port);
+        pthread_mutex_unlock(&port->source_lock);
         n = epoll_wait(port->epfd, ev, (int)ND_ARRAY_SIZE(ev), slice);
+        atomic_fetch_sub(&port->sleepers, 1);
         if (n < 0 && errno != EINTR)
             return ND_INTERNAL_ERROR;
         for (int i = 0; i < n; i++)
