@@ -22,7 +22,7 @@ static void area_reuse(nd_adapter *a)
 
     CHECK_ST(nd_area_get(a, BIG, 4096, &x), ND_SUCCESS);
     CHECK_ST(nd_area_get(a, BIG, 4096, &y), ND_SUCCESS);
-    CHECK(x.chunk == y.chunk && x.map != y.map && x.fd == y.fd && y.off == x.off + BIG);
+    CHECK(x.chunk == y.chunk && x.map != y.map && x.ref.fd == y.ref.fd && x.ref.ino == y.ref.ino && y.off == x.off + BIG);
     ctl = (struct nd_qp_ctl *)x.map;
     ctl->magic = 0xdead;
     uint8_t *xmap = x.map;
@@ -68,33 +68,85 @@ static void area_reuse(nd_adapter *a)
     nd_area_put(a, &y, false, 0);
 }
 
+/* A memfd of ours, as a peer would name it. */
+static struct nd_fd_ref ref_of(int fd)
+{
+    struct nd_fd_ref r;
+
+    CHECK(nd_fd_ref_of(fd, &r));
+    return r;
+}
+
 static void peer_map(nd_adapter *a)
 {
     struct nd_area x;
     uint8_t *p, *q;
+    pid_t me = getpid();
 
     CHECK_ST(nd_area_get(a, BIG, 4096, &x), ND_SUCCESS);
     size_t chunk = 2 * (size_t)BIG;
 
-    p = nd_peer_area_map(a, x.fd, x.off, BIG);
+    p = nd_peer_area_map(a, me, &x.ref, x.off, BIG);
     CHECK(p != NULL && p != x.map);
     p[100] = 42;                            /* the same memory, another mapping */
     CHECK(x.map[100] == 42);
-    q = nd_peer_area_map(a, x.fd, x.off, BIG);
+    q = nd_peer_area_map(a, me, &x.ref, x.off, BIG);
     CHECK(q == p);                          /* the chunk is mapped once */
-    CHECK(nd_peer_area_map(a, x.fd, 100, 4096) == NULL);            /* not page aligned */
-    CHECK(nd_peer_area_map(a, x.fd, chunk, 4096) == NULL);          /* past the end */
-    CHECK(nd_peer_area_map(a, x.fd, BIG, BIG + 4096) == NULL);      /* runs past the end */
-    CHECK(nd_peer_area_map(a, x.fd, UINT64_MAX - 4095, 8192) == NULL);
-    CHECK(nd_peer_area_map(a, -1, 0, 4096) == NULL);
+    CHECK(nd_peer_area_map(a, me, &x.ref, 100, 4096) == NULL);              /* not page aligned */
+    CHECK(nd_peer_area_map(a, me, &x.ref, chunk, 4096) == NULL);            /* past the end */
+    CHECK(nd_peer_area_map(a, me, &x.ref, BIG, BIG + 4096) == NULL);        /* runs past the end */
+    CHECK(nd_peer_area_map(a, me, &x.ref, UINT64_MAX - 4095, 8192) == NULL);
+    struct nd_fd_ref none = { .fd = -1 };
+    CHECK(nd_peer_area_map(a, me, &none, 0, 4096) == NULL);
     int loose = memfd_create("loose", MFD_CLOEXEC);                 /* may shrink under us */
     CHECK(loose >= 0 && ftruncate(loose, 8192) == 0);
-    CHECK(nd_peer_area_map(a, loose, 0, 4096) == NULL);
-    close(loose);
+    struct nd_fd_ref loose_ref = ref_of(loose);
+    CHECK(nd_peer_area_map(a, me, &loose_ref, 0, 4096) == NULL);
     int huge = nd_memfd_sealed("huge", (1ull << 30) + 4096);        /* no chunk is that big */
     CHECK(huge >= 0);
-    CHECK(nd_peer_area_map(a, huge, 0, 4096) == NULL);
+    struct nd_fd_ref huge_ref = ref_of(huge);
+    CHECK(nd_peer_area_map(a, me, &huge_ref, 0, 4096) == NULL);
     close(huge);
+
+    /* A name must match the file fetched: a number whose file is not the inode named is
+     * refused. (A chunk mapped already is found by its inode: the number only fetches.) */
+    int other = nd_memfd_sealed("other", 2 * (size_t)BIG);
+    CHECK(other >= 0);
+    struct nd_fd_ref wrong = ref_of(other);
+    wrong.ino ^= 1;
+    CHECK(nd_peer_area_map(a, me, &wrong, 0, 4096) == NULL);
+    wrong = x.ref;
+    wrong.ino ^= 1;
+    CHECK(nd_peer_area_map(a, me, &wrong, 0, 4096) == NULL);
+    close(other);
+
+    /* A chunk mapped already is found only for the process it came from: a peer that does
+     * not hold it (this child closed its inherited copy) cannot borrow it by its name. */
+    int go[2];
+    CHECK(pipe(go) == 0);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        char c;
+
+        close(x.ref.fd);
+        close(go[1]);
+        (void)!read(go[0], &c, 1);
+        _exit(0);
+    }
+    close(go[0]);
+    uint64_t end = t_now_ms() + 5000;
+    int fd;
+    while ((fd = nd_fd_fetch(child, &x.ref)) >= 0 && t_now_ms() < end) {
+        close(fd);                          /* the child has not closed it yet */
+        sched_yield();
+    }
+    CHECK(fd < 0);
+    CHECK(nd_peer_area_map(a, child, &x.ref, x.off, BIG) == NULL);
+    close(go[1]);
+    CHECK(waitpid(child, NULL, 0) == child);
+    close(loose);
+
     nd_peer_area_unmap(a, p);
     nd_peer_area_unmap(a, q);
     nd_area_put(a, &x, false, 0);

@@ -68,7 +68,7 @@ int main(void)
     nd_srq_export(srq, &fds);
     entries = fds.entries;
     nd_srq_layout(fds.entries, fds.max_sge, &lay);
-    region = mmap(NULL, lay.size, PROT_READ | PROT_WRITE, MAP_SHARED, fds.region_fd, 0);
+    region = mmap(NULL, lay.size, PROT_READ | PROT_WRITE, MAP_SHARED, fds.region.fd, 0);
     CHECK(region != MAP_FAILED);
 
     /* Modify: depth below what is posted fails and changes nothing; growing keeps order. */

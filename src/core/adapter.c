@@ -204,10 +204,20 @@ int nd_adapter_ro_fd(struct nd_adapter *a)
     int fd;
 
     pthread_mutex_lock(&a->lock);
-    if (a->ro_fd < 0)
-        a->ro_fd = nd_adapter_export_ro_fd(a);
+    if (a->ro_fd < 0 && (a->ro_fd = nd_adapter_export_ro_fd(a)) >= 0 && !nd_fd_ref_of(a->ro_fd, &a->ro_ref)) {
+        close(a->ro_fd);
+        a->ro_fd = -1;
+    }
     fd = a->ro_fd;
     pthread_mutex_unlock(&a->lock);
     return fd;
+}
+
+bool nd_adapter_ro_ref(struct nd_adapter *a, struct nd_fd_ref *ref)
+{
+    if (nd_adapter_ro_fd(a) < 0)
+        return false;
+    *ref = a->ro_ref;   /* set once, before ro_fd was published under the lock */
+    return true;
 }
 

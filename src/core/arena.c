@@ -34,7 +34,7 @@
 enum area_state { AREA_FREE, AREA_USED, AREA_HELD };
 
 struct nd_arena_chunk {
-    int fd;
+    struct nd_fd_ref ref;           /* our memfd, as peers name it */
     uint8_t *map;
     size_t area_bytes, bytes;
     uint32_t nareas, nused;
@@ -43,8 +43,8 @@ struct nd_arena_chunk {
 };
 
 struct nd_peer_chunk {
-    dev_t dev;
-    ino_t ino;
+    pid_t pid;                      /* whose it is: only that process may name it */
+    uint64_t dev, ino;
     int prot;                       /* part of the key: one file may come as either */
     bool pinned;                    /* a peer adapter's region: kept until the adapter goes */
     uint8_t *map;
@@ -71,7 +71,7 @@ static struct nd_arena *arena_of(struct nd_adapter *a)
 static void chunk_free(struct nd_arena_chunk *k)
 {
     munmap(k->map, k->bytes);
-    close(k->fd);
+    close(k->ref.fd);
     free(k->state);
     free(k->holder);
     free(k);
@@ -88,14 +88,15 @@ static struct nd_arena_chunk *chunk_new(struct nd_arena *ar, size_t area_bytes)
     k->bytes = (size_t)k->nareas * area_bytes;
     k->state = calloc(k->nareas, 1);
     k->holder = calloc(k->nareas, sizeof(pid_t));
-    k->fd = k->state && k->holder ? nd_memfd_sealed("netdirect-qp", k->bytes) : -1;
-    k->map = k->fd >= 0 ? mmap(NULL, k->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, k->fd, 0) : MAP_FAILED;
+    k->ref.fd = k->state && k->holder ? nd_memfd_sealed("netdirect-qp", k->bytes) : -1;
+    k->map = nd_fd_ref_of(k->ref.fd, &k->ref) ? mmap(NULL, k->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, k->ref.fd, 0)
+                                                 : MAP_FAILED;
     if (k->map == MAP_FAILED ||
         (ar->n == ar->cap && !(ar->chunk = realloc(ar->chunk, (ar->cap = ar->cap * 2 + 4) * sizeof(*ar->chunk))))) {
         if (k->map != MAP_FAILED)
             munmap(k->map, k->bytes);
-        if (k->fd >= 0)
-            close(k->fd);
+        if (k->ref.fd >= 0)
+            close(k->ref.fd);
         free(k->state);
         free(k->holder);
         free(k);
@@ -181,7 +182,7 @@ nd_status nd_area_get(struct nd_adapter *a, size_t bytes, size_t zero, struct nd
     area->chunk = k;
     area->index = i;
     area->map = k->map + (size_t)i * bytes;
-    area->fd = k->fd;
+    area->ref = k->ref;
     area->off = (uint64_t)i * bytes;
     /* A used area's control block, ring and receive descriptors must read as new; what
      * its message slots held is overwritten before it is read. */
@@ -236,41 +237,50 @@ static void peer_evict_idle(struct nd_arena *ar)
 }
 
 /*
- * The peer's memfd behind @fd, mapped with @prot once and found again by its inode (adapter
- * lock held). New to us, it must be sealed against shrinking (no SIGBUS under our loads and
- * stores). The mapping keeps the memfd alive, so its inode cannot name another file while
- * cached. NULL if it is no such memfd.
+ * Peer @pid's memfd @ref, mapped with @prot once and found again by its inode (adapter lock
+ * held). Only the process it came from may name a cached one: a peer cannot point us at
+ * another's. New to us, it is fetched from the peer and must be sealed against shrinking
+ * (no SIGBUS under our loads and stores). The mapping keeps the memfd alive, so its inode
+ * cannot name another file while cached. NULL if it is no such memfd.
  */
-static struct nd_peer_chunk *peer_chunk(struct nd_arena *ar, int fd, int prot)
+static struct nd_peer_chunk *peer_chunk(struct nd_arena *ar, pid_t pid, const struct nd_fd_ref *ref, int prot)
 {
+    struct nd_peer_chunk *p = NULL;
     struct stat st;
     void *m;
+    int fd;
 
-    if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > PEER_CHUNK_MAX)
-        return NULL;
     for (uint32_t i = 0; i < ar->npeer; i++)
-        if (ar->peer[i].dev == st.st_dev && ar->peer[i].ino == st.st_ino && ar->peer[i].prot == prot)
+        if (ar->peer[i].ino == ref->ino && ar->peer[i].dev == ref->dev && ar->peer[i].prot == prot &&
+            ar->peer[i].pid == pid)
             return &ar->peer[i];
-    if (!nd_memfd_mappable(fd, (size_t)st.st_size, &st))
+    fd = nd_fd_fetch(pid, ref);
+    if (fd < 0)
         return NULL;
+    if (fstat(fd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > PEER_CHUNK_MAX ||
+        !nd_memfd_mappable(fd, (size_t)st.st_size, &st))
+        goto out;
     if (ar->npeer == ar->cap_peer) {
         uint32_t cap = ar->cap_peer * 2 + 4;
         struct nd_peer_chunk *n = realloc(ar->peer, cap * sizeof(*n));
 
         if (!n)
-            return NULL;
+            goto out;
         ar->peer = n;
         ar->cap_peer = cap;
     }
     m = mmap(NULL, (size_t)st.st_size, prot, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED)
-        return NULL;
-    ar->peer[ar->npeer] = (struct nd_peer_chunk){ .dev = st.st_dev, .ino = st.st_ino, .prot = prot, .map = m,
-                                                  .bytes = (size_t)st.st_size };
-    return &ar->peer[ar->npeer++];
+        goto out;
+    p = &ar->peer[ar->npeer++];
+    *p = (struct nd_peer_chunk){ .pid = pid, .dev = ref->dev, .ino = ref->ino, .prot = prot, .map = m,
+                                 .bytes = (size_t)st.st_size };
+out:
+    close(fd);
+    return p;
 }
 
-uint8_t *nd_peer_area_map(struct nd_adapter *a, int fd, uint64_t off, size_t bytes)
+uint8_t *nd_peer_area_map(struct nd_adapter *a, pid_t pid, const struct nd_fd_ref *ref, uint64_t off, size_t bytes)
 {
     struct nd_arena *ar;
     struct nd_peer_chunk *p;
@@ -278,7 +288,7 @@ uint8_t *nd_peer_area_map(struct nd_adapter *a, int fd, uint64_t off, size_t byt
 
     pthread_mutex_lock(&a->lock);
     ar = arena_of(a);
-    p = ar ? peer_chunk(ar, fd, PROT_READ | PROT_WRITE) : NULL;
+    p = ar ? peer_chunk(ar, pid, ref, PROT_READ | PROT_WRITE) : NULL;
     if (p && off % 4096 == 0 && off <= p->bytes && bytes <= p->bytes - off) {
         p->refs++;
         region = p->map + off;
@@ -287,7 +297,7 @@ uint8_t *nd_peer_area_map(struct nd_adapter *a, int fd, uint64_t off, size_t byt
     return region;
 }
 
-const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, int fd)
+const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, pid_t pid, const struct nd_fd_ref *ref)
 {
     struct nd_arena *ar;
     struct nd_peer_chunk *p;
@@ -295,7 +305,7 @@ const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, int fd)
 
     pthread_mutex_lock(&a->lock);
     ar = arena_of(a);
-    p = ar ? peer_chunk(ar, fd, PROT_READ) : NULL;
+    p = ar ? peer_chunk(ar, pid, ref, PROT_READ) : NULL;
     if (p && p->bytes >= ND_ADAPTER_REGION_BYTES) {
         p->pinned = true;
         map = p->map;

@@ -22,17 +22,8 @@ void nd_cm_msg_init(struct nd_cm_msg *m, uint16_t type)
 {
     memset(m, 0, sizeof(*m));
     m->type = type;
-    for (int i = 0; i < ND_CM_NFDS; i++)
-        m->fds[i] = -1;
-}
-
-void nd_cm_msg_close_fds(struct nd_cm_msg *m)
-{
-    for (int i = 0; i < ND_CM_NFDS; i++)
-        if (m->fds[i] >= 0) {
-            close(m->fds[i]);
-            m->fds[i] = -1;
-        }
+    for (int i = 0; i < ND_CM_NREFS; i++)
+        m->refs[i].fd = -1;
 }
 
 static void connector_wait(struct nd_ovobj *obj, nd_overlapped *ov);
@@ -183,7 +174,6 @@ static void on_message(struct nd_connector *c, struct nd_cm_msg *m, struct nd_ov
     switch (c->state) {
     case ND_CS_CONNECTING:
         if (m->type == ND_CM_REP) {
-            nd_cm_msg_close_fds(&c->msg);
             c->msg = *m;
             c->have_msg = true;
             nd_cm_msg_init(m, 0);
@@ -232,7 +222,6 @@ static void on_message(struct nd_connector *c, struct nd_cm_msg *m, struct nd_ov
             close_sock(c);
         break;
     }
-    nd_cm_msg_close_fds(m);
 }
 
 /* The socket closed under us. */
@@ -580,7 +569,6 @@ static nd_status send_request(struct nd_connector *c, struct nd_qp *qp, const st
          * sends us on to the next transport, anything else is a refusal. */
         nd_cm_msg_init(&m, 0);
         bool again = c->wire->cm_recv(fd, &m, ND_CM_REP) == ND_SUCCESS && m.type == ND_CM_REJ && m.redirect;
-        nd_cm_msg_close_fds(&m);
         close(fd);
         if (!again)
             return ND_CONNECTION_REFUSED;
@@ -1026,7 +1014,6 @@ ND_API nd_status nd_connector_close(nd_connector *c)
     nd_port_quiesce(c->ov.port, &c->inflight);     /* a port thread may still be on its way in */
     if (c->qp)
         nd_qp_unref(c->qp);
-    nd_cm_msg_close_fds(&c->msg);
     if (c->port_fd >= 0 && c->port_spare)
         nd_adapter_release_port(c->adapter, c->port_fd, &c->local);
     else if (c->port_fd >= 0)

@@ -8,6 +8,19 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+/*
+ * A descriptor of a same-host peer, named rather than passed: its number in the peer and
+ * the file it must be (device and inode; 0 for an eventfd, known by the peer's CQ serial).
+ * The receiver looks the file up among what it has mapped already and fetches it with
+ * pidfd_getfd only when it has not: most connections then move no descriptor at all, and
+ * neither side pays SCM_RIGHTS, fstat and close for each one.
+ */
+struct nd_fd_ref {
+    int32_t fd;
+    uint32_t reserved;
+    uint64_t dev, ino;
+};
+
 #define ND_API __attribute__((visibility("default")))
 #define ND_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ND_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -148,6 +161,7 @@ struct nd_adapter {
     uint32_t mtab_nfree;
     uint8_t *mtab_key;              /* private: next key per index */
     int ro_fd;                      /* our region re-opened read-only, for peers; -1 until needed */
+    struct nd_fd_ref ro_ref;        /* ro_fd as peers name it */
     void *progress_engine;          /* iwarp's progress thread, started with the first connection */
     struct nd_arena *arena;         /* queue pair regions, ours and peers'; peers' adapter regions (arena.c) */
     /* Ports connectors reserved and no longer need, kept bound for the next connector
@@ -165,10 +179,12 @@ void nd_adapter_arm_free(struct nd_adapter *a, uint32_t slot);
 int nd_adapter_export_ro_fd(struct nd_adapter *a);
 /* The same, opened once and kept by the adapter (do not close). -1 on failure. */
 int nd_adapter_ro_fd(struct nd_adapter *a);
-/* A peer adapter's region (from @fd), mapped read-only once per peer adapter and kept
- * until this adapter goes (arena.c keeps it with the peers' chunks). NULL if @fd is not a
+/* Our region's read-only descriptor as a peer names it (false on failure). */
+bool nd_adapter_ro_ref(struct nd_adapter *a, struct nd_fd_ref *ref);
+/* Peer @pid's adapter region (@ref), mapped read-only once per peer adapter and kept
+ * until this adapter goes (arena.c keeps it with the peers' chunks). NULL if it is not a
  * sealed memfd of at least the region's size. */
-const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, int fd);
+const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, pid_t pid, const struct nd_fd_ref *ref);
 
 /* ---- queue pair regions (arena.c) ---- */
 
@@ -177,7 +193,7 @@ struct nd_area {
     struct nd_arena_chunk *chunk;   /* NULL: none */
     uint32_t index;
     uint8_t *map;
-    int fd;                         /* the chunk's memfd, for peers; the arena's */
+    struct nd_fd_ref ref;           /* the chunk's memfd, as peers name it; the arena's */
     uint64_t off;                   /* of the area in the chunk */
 };
 
@@ -187,9 +203,10 @@ nd_status nd_area_get(struct nd_adapter *a, size_t bytes, size_t zero, struct nd
 /* The queue pair is gone. @shared: a peer had the region (@peer its process, 0 if unknown);
  * the area waits until that peer lets go. */
 void nd_area_put(struct nd_adapter *a, struct nd_area *area, bool shared, pid_t peer);
-/* A peer's region: [@off, @off + @bytes) of the chunk behind @fd, the chunk mapped once and
- * kept while used (and a while after). NULL if @fd is no sealed memfd holding that range. */
-uint8_t *nd_peer_area_map(struct nd_adapter *a, int fd, uint64_t off, size_t bytes);
+/* Peer @pid's region: [@off, @off + @bytes) of its chunk @ref, the chunk mapped once and
+ * kept while used (and a while after). NULL if @ref is no sealed memfd of @pid holding that
+ * range. */
+uint8_t *nd_peer_area_map(struct nd_adapter *a, pid_t pid, const struct nd_fd_ref *ref, uint64_t off, size_t bytes);
 void nd_peer_area_unmap(struct nd_adapter *a, uint8_t *region);
 void nd_arena_destroy(struct nd_adapter *a);
 /* Our chunks (tests). */
@@ -221,5 +238,15 @@ int nd_memfd_sealed(const char *name, size_t size);
 uint64_t nd_process_nonce(void);
 struct stat;
 bool nd_memfd_mappable(int fd, size_t size, struct stat *st);
+
+
+/* @fd's identity into @ref; false if fstat fails. */
+bool nd_fd_ref_of(int fd, struct nd_fd_ref *ref);
+/* Our own descriptor for @ref's file in process @pid, checked to be that file; -1 if it
+ * cannot be had (gone, not allowed: the same ptrace check as cross-memory attach) or is
+ * another file (the peer closed it and the number was reused). The caller closes it. */
+int nd_fd_fetch(pid_t pid, const struct nd_fd_ref *ref);
+/* The same for an eventfd (no identity to check but its kind). */
+int nd_fd_fetch_eventfd(pid_t pid, int32_t fd);
 
 #endif

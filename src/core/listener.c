@@ -142,7 +142,6 @@ static void queue_request(struct nd_listener *l, struct incoming *in)
                                ? NULL : with_room(l->in, &l->capin, l->nin, sizeof(*l->in));
 
     if (!in_room) {
-        nd_cm_msg_close_fds(&in->req);
         reject_and_close(in->wire, in->sock);     /* over the backlog: ND_CONNECTION_REFUSED at the peer */
         return;
     }
@@ -155,10 +154,8 @@ static nd_status read_request(struct incoming *in)
 {
     nd_status st = in->wire->cm_recv(in->sock, &in->req, ND_CM_REQ);
 
-    if (st == ND_SUCCESS && in->req.type != ND_CM_REQ) {
-        nd_cm_msg_close_fds(&in->req);
+    if (st == ND_SUCCESS && in->req.type != ND_CM_REQ)
         st = ND_CONNECTION_ABORTED;
-    }
     return st;
 }
 
@@ -479,7 +476,6 @@ ND_API nd_status nd_listener_close(nd_listener *l)
     cancel_all(l, &b);
     close_endpoints(l);
     for (uint32_t i = 0; i < l->nin; i++) {
-        nd_cm_msg_close_fds(&l->in[i].req);
         reject_and_close(l->in[i].wire, l->in[i].sock);
     }
     while (l->nwait)

@@ -25,7 +25,7 @@ struct nd_srq {
     uint32_t depth, max_sge, threshold, entries;
     uint16_t group;
     uintptr_t affinity;
-    int region_fd;
+    struct nd_fd_ref region_ref;    /* our memfd, as peers name it */
     uint8_t *region;
     struct nd_srq_layout layout;
     struct nd_srq_ctl *ctl;
@@ -90,11 +90,13 @@ static uint32_t pow2_at_least(uint32_t n)
 static nd_status srq_region(struct nd_srq *s)
 {
     nd_srq_layout(s->entries, s->max_sge, &s->layout);
-    s->region_fd = nd_memfd_sealed("netdirect-srq", s->layout.size);
-    if (s->region_fd < 0)
+    int fd = nd_memfd_sealed("netdirect-srq", s->layout.size);
+
+    if (fd < 0)
         return ND_INSUFFICIENT_RESOURCES;
-    if ((s->region = mmap(NULL, s->layout.size, PROT_READ | PROT_WRITE, MAP_SHARED, s->region_fd, 0)) == MAP_FAILED) {
-        close(s->region_fd);
+    if (!nd_fd_ref_of(fd, &s->region_ref) ||
+        (s->region = mmap(NULL, s->layout.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        close(fd);
         s->region = NULL;
         return ND_INSUFFICIENT_RESOURCES;
     }
@@ -110,7 +112,7 @@ static void srq_free(struct nd_srq *s)
 {
     if (s->region) {
         munmap(s->region, s->layout.size);
-        close(s->region_fd);
+        close(s->region_ref.fd);
     }
     free(s->slots);
     free(s->sges);
@@ -329,7 +331,7 @@ ND_API nd_status nd_srq_get_overlapped_result(nd_srq *s, nd_overlapped *ov, int 
 
 void nd_srq_export(nd_srq *s, struct nd_srq_fds *out)
 {
-    out->region_fd = s->region_fd;
+    out->region = s->region_ref;
     out->entries = s->entries;
     out->max_sge = s->max_sge;
 }

@@ -39,7 +39,7 @@ void nd_srq_layout(uint32_t entries, uint32_t max_sge, struct nd_srq_layout *l);
 int nd_srq_claim(struct nd_srq_ctl *ctl, const uint32_t *ring, uint32_t entries, uint32_t *slot);
 
 struct nd_srq_fds {
-    int region_fd;
+    struct nd_fd_ref region;        /* as peers name it */
     uint32_t entries, max_sge;
 };
 

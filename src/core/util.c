@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -96,6 +98,59 @@ bool nd_spin_enter(void)
 void nd_spin_leave(void)
 {
     atomic_fetch_sub(&spinners, 1);
+}
+
+bool nd_fd_ref_of(int fd, struct nd_fd_ref *ref)
+{
+    struct stat st;
+
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return false;
+    *ref = (struct nd_fd_ref){ .fd = fd, .dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino };
+    return true;
+}
+
+static int fetch(pid_t pid, int32_t fd)
+{
+    int pidfd, ours;
+
+    if (fd < 0)
+        return -1;
+    pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0)
+        return -1;
+    ours = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);     /* close-on-exec, as the kernel makes it */
+    close(pidfd);
+    return ours;
+}
+
+int nd_fd_fetch(pid_t pid, const struct nd_fd_ref *ref)
+{
+    int fd = fetch(pid, ref->fd);
+    struct stat st;
+
+    if (fd >= 0 && (fstat(fd, &st) < 0 || (uint64_t)st.st_dev != ref->dev || (uint64_t)st.st_ino != ref->ino)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+int nd_fd_fetch_eventfd(pid_t pid, int32_t num)
+{
+    char path[64], link[32];
+    int fd = fetch(pid, num);
+    ssize_t n;
+
+    if (fd < 0)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    n = readlink(path, link, sizeof(link) - 1);
+    if (n < 0 || (size_t)n != strlen("anon_inode:[eventfd]") || memcmp(link, "anon_inode:[eventfd]", (size_t)n)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* The nonce: drawn on first use; a fork child draws its own (the atfork hook forgets it). */

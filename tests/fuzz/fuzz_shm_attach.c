@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target: what a same-host peer hands us when it connects. Part one sends the
- * input's first bytes as one connection message, with or without descriptors attached,
- * through a SOCK_SEQPACKET pair to shm_recv. Part two attaches a queue pair to a peer whose
- * geometry (ring size, SGEs, slot size, arm slots, SRQ) and region offset come from the
- * input, whose region memfd is as long as the geometry needs give or take what the input says, sealed or not,
- * and holds the input's bytes. Whatever it is: no crash, no descriptor leaked, and an
- * attached queue pair closes cleanly.
+ * input's first bytes as one connection message, with or without descriptors attached
+ * (which nobody should take), through a SOCK_SEQPACKET pair to shm_recv. Part two attaches
+ * a queue pair to a peer (this process) whose geometry (ring size, SGEs, slot size, arm
+ * slots, SRQ) and region offset come from the input, whose region memfd is as long as the
+ * geometry needs give or take what the input says, sealed or not, and holds the input's
+ * bytes, and whose descriptor names (numbers, inodes) the input may corrupt. Whatever it
+ * is: no crash, no descriptor leaked, and an attached queue pair closes cleanly.
  */
 #include "core/core.h"
 #include "core/qp_int.h"
@@ -81,8 +82,8 @@ static void raw_message(struct input *in)
         c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
         memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
     }
-    if (sendmsg(sv[0], &mh, 0) >= 0 && shm_recv(sv[1], &m) == ND_SUCCESS)
-        nd_cm_msg_close_fds(&m);
+    if (sendmsg(sv[0], &mh, 0) >= 0)
+        shm_recv(sv[1], &m);
     in->p += len;
     in->left -= len;
     for (int i = 0; i < nfds; i++)
@@ -115,6 +116,19 @@ static int peer_region(struct input *in, size_t size)
     return fd;
 }
 
+/* How a peer names @fd: truly, or with the number or the inode the input makes up. */
+static void name(struct input *in, int fd, struct nd_fd_ref *ref)
+{
+    uint32_t how = take(in, 1);
+
+    if (!nd_fd_ref_of(fd, ref))
+        abort();
+    if (how & 1)
+        ref->fd = (int32_t)(take(in, 1) % 32);
+    if (how & 2)
+        ref->ino ^= take(in, 1);
+}
+
 /* Part two: attach a queue pair to a peer of fuzzed geometry and memory. */
 static void attach(struct input *in)
 {
@@ -137,13 +151,21 @@ static void attach(struct input *in)
     uint32_t sge = m.max_sge && m.max_sge <= 64 ? m.max_sge : 1;
     uint32_t slot = m.slot_size && m.slot_size <= 65536 ? m.slot_size : 256;
     nd_qp_layout(rq, sge, slot, &l);
-    m.fds[0] = peer_region(in, l.size);
-    m.fds[1] = take(in, 1) & 1 ? peer_region(in, 4096) : dup(nd_adapter_ro_fd(adapter));
-    m.fds[2] = eventfd(0, EFD_CLOEXEC);
-    m.fds[3] = eventfd(0, EFD_CLOEXEC);
-    m.fds[4] = peer_region(in, 1u << 16);
-    shm_attach(qp, getpid(), &m, 1, 1);       /* takes the descriptors either way */
+    int fds[3] = { peer_region(in, l.size), take(in, 1) & 1 ? peer_region(in, 4096) : dup(nd_adapter_ro_fd(adapter)),
+                   peer_region(in, 1u << 16) };
+    for (int i = 0; i < 3; i++)
+        name(in, fds[i], &m.refs[i == 2 ? 4 : i]);
+    m.rcq_serial = take(in, 1) % 4;
+    m.icq_serial = take(in, 1) % 4;
+    m.refs[2].fd = (int32_t)(take(in, 1) % 32);
+    m.refs[3].fd = (int32_t)(take(in, 1) % 32);
+    shm_attach(qp, getpid(), &m, 1, 1);
     nd_qp_close(qp);
+    for (int i = 0; i < 3; i++)
+        close(fds[i]);
+    int efd = nd_fd_fetch_eventfd(getpid(), (int32_t)(take(in, 1) % 32));   /* any of ours */
+    if (efd >= 0)
+        close(efd);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The shm transport: peers on one host, same network namespace and uid. Rendezvous over
- * an abstract unix socket named after the listener's address; CM messages carry the
- * queue pair's inbound region, the adapter's read-only region and the CQ eventfds with
- * SCM_RIGHTS. Data moves through the peer's message slots or with one cross-memory call.
+ * an abstract unix socket named after the listener's address; CM messages name the
+ * queue pair's inbound region, the adapter's read-only region and the CQ eventfds, which
+ * the receiver fetches (pidfd_getfd) when it has not mapped them already. Data moves through the peer's message slots or with one cross-memory call.
  */
 #ifndef ND_SHM_H
 #define ND_SHM_H
@@ -33,14 +33,13 @@ int shm_cm_accept(int listen_fd, pid_t *pid);
 int shm_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t *pid);
 nd_status shm_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect);
 
-/* Connect @qp to the peer @pid described by @m (its REQ or REP). Takes the fds. The
- * connection socket stays the connector's (it lends it to the QP for liveness). */
+/* Connect @qp to the peer @pid described by @m (its REQ or REP). The connection socket stays the connector's (it lends it to the QP for liveness). */
 nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord);
 /* A peer CQ's signal descriptor, shared by the connections to it (shm_signal.c). Get
- * takes @fd (closing it when the CQ is known already; -1 when the peer sent none because
- * it sent that CQ's already); NULL when out of memory or unknown without a descriptor. */
+ * fetches the peer's descriptor @peer_fd when the CQ is new to us; NULL when out of
+ * memory or when that is no eventfd of @pid's. */
 struct shm_signal;
-struct shm_signal *shm_signal_get(pid_t pid, uint64_t nonce, uint64_t serial, int fd);
+struct shm_signal *shm_signal_get(pid_t pid, uint64_t nonce, uint64_t serial, int32_t peer_fd);
 int shm_signal_fd(const struct shm_signal *s);
 void shm_signal_put(struct shm_signal *s);
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* shm rendezvous: abstract unix sockets, CM messages with descriptors, peer credentials. */
+/* shm rendezvous: abstract unix sockets, CM messages naming descriptors, peer credentials. */
 #include "shm.h"
 #include "core/log.h"
 #include "core/srq_int.h"
@@ -14,9 +14,8 @@
 #include <unistd.h>
 
 #define SHM_MAGIC 0x4e44434du
-#define SHM_VERSION 3u
+#define SHM_VERSION 4u
 #define SHM_FLAG_REDIRECT 1u        /* REJ: come again by another transport */
-#define SHM_FLAG_ONE_CQ 2u          /* REQ/REP: one CQ serves both queues (one eventfd goes) */
 
 /* The message on the wire: fixed size, little-endian host order (same host). */
 struct shm_wire {
@@ -27,7 +26,8 @@ struct shm_wire {
     uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
     uint32_t srq_entries, srq_max_sge;
     uint64_t nonce, rcq_serial, icq_serial;
-    uint64_t region_off;            /* the region, in the chunk behind the first descriptor */
+    uint64_t region_off;            /* the region, in the chunk of the first descriptor */
+    struct nd_fd_ref refs[ND_CM_NREFS]; /* REQ/REP: as struct nd_cm_msg's */
     uint32_t flags;                 /* SHM_FLAG_* */
     uint32_t family;
     uint16_t port;
@@ -152,61 +152,49 @@ static void decode_addr(const struct shm_wire *w, struct sockaddr_storage *ss)
     }
 }
 
+/* Name @qp's descriptors in @w (false if the adapter region cannot be named). */
+static bool name_descriptors(struct shm_wire *w, struct nd_qp *qp)
+{
+    if (!nd_adapter_ro_ref(qp->adapter, &w->refs[1]))   /* kept by the adapter */
+        return false;
+    w->rq_entries = qp->rq_entries;
+    w->max_sge = qp->ctl->max_sge;
+    w->slot_size = qp->slot_size;
+    w->arm_slot = qp->rcq->arm_slot;
+    w->iarm_slot = qp->icq->arm_slot;
+    w->nonce = nd_process_nonce();
+    w->rcq_serial = qp->rcq->serial;
+    w->icq_serial = qp->icq->serial;
+    w->refs[0] = qp->area.ref;
+    w->region_off = qp->area.off;
+    qp->region_shared = true;
+    w->refs[2].fd = qp->rcq->signal_fd;
+    w->refs[3].fd = qp->icq->signal_fd;
+    w->refs[4].fd = -1;
+    if (qp->srq) {
+        struct nd_srq_fds sf;
+
+        nd_srq_export(qp->srq, &sf);
+        w->refs[4] = sf.region;
+        w->srq_entries = sf.entries;
+        w->srq_max_sge = sf.max_sge;
+    }
+    return true;
+}
+
 nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
 {
     struct shm_wire w = { .magic = SHM_MAGIC, .version = SHM_VERSION, .type = m->type, .ird = m->ird,
                           .ord = m->ord, .pdata_len = m->pdata_len,
                           .flags = m->type == ND_CM_REJ && m->redirect ? SHM_FLAG_REDIRECT : 0 };
-    union { char buf[CMSG_SPACE(sizeof(int) * ND_CM_NFDS)]; struct cmsghdr align; } cbuf;
-    struct iovec iov = { &w, sizeof(w) };
-    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-    int fds[ND_CM_NFDS], ro_fd = -1, nfds = 0;
     ssize_t n;
 
     memcpy(w.pdata, m->pdata, m->pdata_len);
     encode_addr(&w, &m->src);
-    if (qp) {
-        ro_fd = nd_adapter_ro_fd(qp->adapter);     /* kept by the adapter: not ours to close */
-        if (ro_fd < 0)
-            return ND_INSUFFICIENT_RESOURCES;
-        w.rq_entries = qp->rq_entries;
-        w.max_sge = qp->ctl->max_sge;
-        w.slot_size = qp->slot_size;
-        w.arm_slot = qp->rcq->arm_slot;
-        w.iarm_slot = qp->icq->arm_slot;
-        w.nonce = nd_process_nonce();
-        w.rcq_serial = qp->rcq->serial;
-        w.icq_serial = qp->icq->serial;
-        /* Only distinct descriptors travel: each one costs the receiver an install and a close. */
-        fds[nfds++] = qp->area.fd;
-        w.region_off = qp->area.off;
-        qp->region_shared = true;
-        fds[nfds++] = ro_fd;
-        fds[nfds++] = qp->rcq->signal_fd;
-        if (qp->icq != qp->rcq)
-            fds[nfds++] = qp->icq->signal_fd;
-        else
-            w.flags |= SHM_FLAG_ONE_CQ;
-        if (qp->srq) {
-            struct nd_srq_fds sf;
-
-            nd_srq_export(qp->srq, &sf);
-            fds[nfds++] = sf.region_fd;
-            w.srq_entries = sf.entries;
-            w.srq_max_sge = sf.max_sge;
-        }
-        memset(&cbuf, 0, sizeof(cbuf));
-        mh.msg_control = cbuf.buf;
-        mh.msg_controllen = sizeof(cbuf.buf);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-        mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-    }
+    if (qp && !name_descriptors(&w, qp))
+        return ND_INSUFFICIENT_RESOURCES;
     do
-        n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+        n = send(sock, &w, sizeof(w), MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
     if (n == (ssize_t)sizeof(w))
         return ND_SUCCESS;
@@ -214,41 +202,19 @@ nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
     return ND_CONNECTION_ABORTED;
 }
 
-/* How many descriptors a message with this header carries (REQ and REP describe a QP). */
-static size_t fds_expected(const struct shm_wire *w)
+/* Descriptors are named, never passed: any a peer sends anyway are closed unread. */
+static void drop_passed_fds(struct msghdr *mh)
 {
-    if (w->type != ND_CM_REQ && w->type != ND_CM_REP)
-        return 0;
-    return 3 + !(w->flags & SHM_FLAG_ONE_CQ) + (w->srq_entries != 0);
-}
-
-/* Keep the descriptors of the first SCM_RIGHTS block if there are exactly @want of them,
- * in m->fds' places (region, adapter, receive CQ, initiator CQ or -1, SRQ region or -1);
- * close everything else. False if they were not what the header promised. */
-static bool take_fds(struct msghdr *mh, struct nd_cm_msg *m, size_t want, bool one_cq)
-{
-    bool ok = !want, first = true;
-
     for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
             continue;
-        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int), k = 0;
+        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         int fds[16];
 
         memcpy(fds, CMSG_DATA(c), (n < 16 ? n : 16) * sizeof(int));
-        if (first && want && n == want) {
-            m->fds[0] = fds[k++];
-            m->fds[1] = fds[k++];
-            m->fds[2] = fds[k++];
-            m->fds[3] = one_cq ? -1 : fds[k++];
-            m->fds[4] = k < n ? fds[k++] : -1;
-            ok = true;
-        }
-        first = false;
-        for (; k < n && k < 16; k++)
+        for (size_t k = 0; k < n && k < 16; k++)
             close(fds[k]);
     }
-    return ok;
 }
 
 nd_status shm_recv(int sock, struct nd_cm_msg *m)
@@ -273,15 +239,12 @@ nd_status shm_recv(int sock, struct nd_cm_msg *m)
             n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         while (n < 0 && errno == EINTR);
     }
-    if (n <= 0) {
-        take_fds(&mh, m, 0, false);
+    if (n >= 0)         /* a zero-length record may carry descriptors too */
+        drop_passed_fds(&mh);
+    if (n <= 0)
         return ND_CONNECTION_ABORTED;
-    }
-    size_t want = n == (ssize_t)sizeof(w) ? fds_expected(&w) : 0;
-    if (!take_fds(&mh, m, want, w.flags & SHM_FLAG_ONE_CQ) || n != (ssize_t)sizeof(w) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-        w.magic != SHM_MAGIC || w.version != SHM_VERSION || w.type < ND_CM_REQ || w.type > ND_CM_DISC ||
-        w.pdata_len > ND_CM_MAX_PDATA) {
-        nd_cm_msg_close_fds(m);
+    if (n != (ssize_t)sizeof(w) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || w.magic != SHM_MAGIC ||
+        w.version != SHM_VERSION || w.type < ND_CM_REQ || w.type > ND_CM_DISC || w.pdata_len > ND_CM_MAX_PDATA) {
         nd_log(ND_LOG_WARN, ND_SUB_SHM, "malformed CM message from peer (%zd bytes)", n);
         return ND_CONNECTION_ABORTED;
     }
@@ -303,6 +266,11 @@ nd_status shm_recv(int sock, struct nd_cm_msg *m)
     m->rcq_serial = w.rcq_serial;
     m->region_off = w.region_off;
     m->icq_serial = w.icq_serial;
+    if (w.type == ND_CM_REQ || w.type == ND_CM_REP) {
+        memcpy(m->refs, w.refs, sizeof(m->refs));
+        if (!w.srq_entries)
+            m->refs[4].fd = -1;
+    }
     return ND_SUCCESS;
 }
 

@@ -611,14 +611,17 @@ const struct nd_transport_ops shm_transport = {
     .destroy = shm_destroy,
 };
 
-static void *map_fd(int fd, size_t size, int prot)
+/* Peer @pid's SRQ region @ref, fetched and mapped (one per connection: SRQs are few). */
+static void *map_peer_srq(pid_t pid, const struct nd_fd_ref *ref, size_t size)
 {
     struct stat st;
-    void *p;
+    void *p = MAP_FAILED;
+    int fd = nd_fd_fetch(pid, ref);
 
-    if (!nd_memfd_mappable(fd, size, &st))
-        return NULL;
-    p = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
+    if (fd >= 0 && nd_memfd_mappable(fd, size, &st))
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd >= 0)
+        close(fd);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -638,8 +641,8 @@ nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t 
         goto err;
     nd_qp_layout(m->rq_entries, m->max_sge, m->slot_size, &c->pl);
     c->peer_slot_size = m->slot_size;
-    c->peer_region = nd_peer_area_map(qp->adapter, m->fds[0], m->region_off, c->pl.size);
-    c->peer_adapter = nd_adapter_map_peer(qp->adapter, m->fds[1]);
+    c->peer_region = nd_peer_area_map(qp->adapter, pid, &m->refs[0], m->region_off, c->pl.size);
+    c->peer_adapter = nd_adapter_map_peer(qp->adapter, pid, &m->refs[1]);
     if (!c->peer_region || !c->peer_adapter)
         goto err;
     c->pctl = (struct nd_qp_ctl *)c->peer_region;
@@ -659,19 +662,15 @@ nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t 
             m->srq_entries > 65536)
             goto err;
         nd_srq_layout(m->srq_entries, m->srq_max_sge, &c->psl);
-        c->psrq = map_fd(m->fds[4], c->psl.size, PROT_READ | PROT_WRITE);
+        c->psrq = map_peer_srq(pid, &m->refs[4], c->psl.size);
         if (!c->psrq)
             goto err;
         c->psrq_ctl = (struct nd_srq_ctl *)c->psrq;
         c->psrq_entries = m->srq_entries;
         c->psrq_max_sge = m->srq_max_sge;
     }
-    if (m->fds[4] >= 0)
-        close(m->fds[4]);
-    m->fds[4] = -1;
-    c->prcq = shm_signal_get(pid, m->nonce, m->rcq_serial, m->fds[2]);
-    c->picq = shm_signal_get(pid, m->nonce, m->icq_serial, m->fds[3]);
-    m->fds[2] = m->fds[3] = -1;
+    c->prcq = shm_signal_get(pid, m->nonce, m->rcq_serial, m->refs[2].fd);
+    c->picq = shm_signal_get(pid, m->nonce, m->icq_serial, m->refs[3].fd);
     if (!c->prcq || !c->picq)
         goto err;
     c->peer_rcq_fd = shm_signal_fd(c->prcq);
@@ -681,9 +680,6 @@ nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t 
     c->pid = pid;
     c->ird = ird;
     c->ord = ord;
-    close(m->fds[0]);
-    close(m->fds[1]);
-    m->fds[0] = m->fds[1] = m->fds[2] = m->fds[3] = -1;
     c->last_check = nd_now_ns();
     nd_qp_set_connected(qp, &shm_transport, c);
     __atomic_store_n(&qp->has_progress, true, __ATOMIC_RELEASE);
@@ -697,7 +693,6 @@ err:
         shm_signal_put(c->picq);
         free(c);
     }
-    nd_cm_msg_close_fds(m);
     return ND_CONNECTION_ABORTED;
 }
 
