@@ -99,6 +99,16 @@ static inline uint16_t t_listen(struct t_side *s)
     return ntohs(sin.sin_port);
 }
 
+/* A server side: opened (4 KiB, 4 deep, 1 SGE), listening, its port written to @port_pipe. */
+static inline void t_serve_open(struct t_side *s, int port_pipe)
+{
+    uint16_t port;
+
+    t_side_open(s, 4096, 4, 1);
+    port = t_listen(s);
+    CHECK(write(port_pipe, &port, sizeof(port)) == sizeof(port));
+}
+
 static inline void t_accept(struct t_side *s, uint32_t ird, const void *pdata, uint32_t plen)
 {
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };

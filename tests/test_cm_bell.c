@@ -38,11 +38,8 @@ static void serve(int port_pipe)
 {
     struct t_side s;
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
-    uint16_t port;
 
-    t_side_open(&s, 4096, 4, 1);
-    port = t_listen(&s);
-    CHECK(write(port_pipe, &port, sizeof(port)) == sizeof(port));
+    t_serve_open(&s, port_pipe);
     t_accept(&s, 0, NULL, 0);
     expect_bell(s.qp, 1);               /* the client's RTU */
     CHECK(write(port_pipe, "r", 1) == 1);   /* now the client may disconnect */

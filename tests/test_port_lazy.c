@@ -20,11 +20,8 @@ static void serve(int port_pipe)
 {
     struct t_side s;
     nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
-    uint16_t port;
 
-    t_side_open(&s, 4096, 4, 1);
-    port = t_listen(&s);
-    CHECK(write(port_pipe, &port, sizeof(port)) == sizeof(port));
+    t_serve_open(&s, port_pipe);
     for (int i = 0; i < CONNS; i++) {
         if (i) {
             CHECK_ST(nd_adapter_create_queue_pair(s.a, s.cq, s.cq, &s, 4, 4, 1, 1, 0, &s.qp), ND_SUCCESS);
