@@ -493,23 +493,27 @@ static bool peer_alive(struct nd_qp *qp)
 static void shm_progress(struct nd_qp *qp)
 {
     struct shm_conn *c = conn_of(qp);
-    bool act = atomic_load_explicit(&c->held_count, memory_order_relaxed) != 0 || terminated(qp, c);
+    bool busy = atomic_load_explicit(&c->held_count, memory_order_relaxed) != 0 || terminated(qp, c);
+    bool check = false;
 
     /* A plain increment: losing a count to a concurrent poller only shifts the next check. */
     uint32_t polls = atomic_load_explicit(&c->poll_count, memory_order_relaxed) + 1;
 
     atomic_store_explicit(&c->poll_count, polls, memory_order_relaxed);
-    if (!act && (polls & 63) == 0) {
+    if ((polls & 63) == 0) {
         uint64_t now = nd_now_ns(), last = atomic_load_explicit(&c->last_check, memory_order_relaxed);
 
         /* One poller per interval wins the check (under the lock: the socket is lent). */
-        act = now - last > LIVENESS_NS && atomic_compare_exchange_strong(&c->last_check, &last, now);
+        check = now - last > LIVENESS_NS && atomic_compare_exchange_strong(&c->last_check, &last, now);
     }
-    if (!act)
+    if (!busy && !check)
         return;
     pthread_mutex_lock(&qp->lock);
+    /* The peer's socket is asked only once an interval: a send held for a receive is
+     * retried on every poll, and a system call each time cost 7 per round trip in
+     * ping-pongs whose sends raced the peer's receives. */
     if (qp->state == ND_QPS_CONNECTED) {
-        if (terminated(qp, c) || !peer_alive(qp))
+        if (terminated(qp, c) || (check && !peer_alive(qp)))
             nd_qp_fail_locked(qp, ND_CANCELED);
         else
             retry_held(qp, c);
