@@ -5,19 +5,27 @@
  * RDMA Write, RDMA Read. Both peers run as nobody (root could reach anyone); one of them
  * is non-dumpable. When it is the listener, the dialer's own probe sends it to iwarp; when
  * it is the dialer, the listener redirects it there. With both dumpable and ptrace_scope 0,
- * the same pair uses shm. Needs root to become nobody (exit 77 otherwise).
+ * the same pair uses shm. Two more cases: a peer that may not fetch descriptors
+ * (pidfd_getfd, which connection messages rely on; here a seccomp filter says ENOSYS, as
+ * a kernel before 5.6 would) is served over iwarp too, listener or dialer. Needs root to
+ * become nobody (exit 77 otherwise).
  */
 #include "t_conn.h"
 #include "core/qp_int.h"
 #include "core/transport.h"
 
+#include <errno.h>
 #include <grp.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #define NOBODY 65534
 #define LEN 65536
 
-enum refuser { NOBODY_REFUSES, SERVER_REFUSES, CLIENT_REFUSES };
+enum refuser { NOBODY_REFUSES, SERVER_REFUSES, CLIENT_REFUSES, SERVER_NO_FETCH, CLIENT_NO_FETCH };
 
 struct target {
     uint64_t addr;
@@ -29,6 +37,20 @@ static void become_nobody(bool dumpable)
     CHECK(setgroups(0, NULL) == 0 && setgid(NOBODY) == 0 && setuid(NOBODY) == 0);
     CHECK(prctl(PR_SET_DUMPABLE, dumpable ? 1 : 0) == 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);   /* the uid change cleared it: never outlive the test */
+}
+
+/* pidfd_getfd fails ENOSYS in this process from now on. */
+static void forbid_fetch(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_getfd, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])), f };
+
+    CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
 }
 
 static const char *transport_of(const struct t_side *s)
@@ -69,6 +91,8 @@ static void server(enum refuser who, int port_pipe, int done_rd)
     char c;
 
     become_nobody(who != SERVER_REFUSES);
+    if (who == SERVER_NO_FETCH)
+        forbid_fetch();
     t_side_open(&s, LEN * 2, 4, 1);
     uint16_t port = t_listen(&s);
     CHECK_ST(nd_qp_receive(s.qp, (void *)1, &(nd_sge){ s.buf + LEN, 4096, s.token }, 1), ND_SUCCESS);
@@ -96,6 +120,8 @@ static void client(enum refuser who, uint16_t port, int done_wr)
     uint8_t want[LEN];
 
     become_nobody(who != CLIENT_REFUSES);
+    if (who == CLIENT_NO_FETCH)
+        forbid_fetch();
     t_side_open(&s, LEN * 2, 4, 1);
     t_connect(&s, port, &tg, &len);
     check_transport(&s, who);
@@ -142,14 +168,15 @@ static void run_case(enum refuser who)
 
 int main(void)
 {
-    static const char *const names[] = { "both reachable", "listener not reachable", "dialer not reachable" };
+    static const char *const names[] = { "both reachable", "listener not reachable", "dialer not reachable",
+                                         "listener cannot fetch", "dialer cannot fetch" };
 
     if (geteuid() != 0) {
         puts("needs root to become another user");
         return T_SKIP;
     }
     unsetenv("ND_TRANSPORT");           /* the automatic choice is what is under test */
-    for (int who = NOBODY_REFUSES; who <= CLIENT_REFUSES; who++) {
+    for (int who = NOBODY_REFUSES; who <= CLIENT_NO_FETCH; who++) {
         run_case((enum refuser)who);
         printf("%-24s Read, Send and Write of 64 KiB checked (%s)\n", names[who],
                who == NOBODY_REFUSES ? (yama_restricts() ? "Yama restricts: either transport" : "over shm")

@@ -26,9 +26,9 @@ void nd_cm_msg_init(struct nd_cm_msg *m, uint16_t type)
         m->refs[i].fd = -1;
 }
 
-static void connector_wait(struct nd_ovobj *obj, nd_overlapped *ov);
-
 #define CM_SPIN_NS (50ull * 1000)   /* how long a connector wait spins on the bell */
+
+static void connector_wait(struct nd_ovobj *obj, nd_overlapped *ov);
 static const struct nd_ovobj_ops connector_ov_ops = { .wait = connector_wait };
 
 static struct nd_connector *connector_of(struct nd_ovobj *obj)

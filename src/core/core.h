@@ -246,6 +246,8 @@ bool nd_fd_ref_of(int fd, struct nd_fd_ref *ref);
  * cannot be had (gone, not allowed: the same ptrace check as cross-memory attach) or is
  * another file (the peer closed it and the number was reused). The caller closes it. */
 int nd_fd_fetch(pid_t pid, const struct nd_fd_ref *ref);
+/* Whether descriptors can be fetched here at all (else same-host peers use iwarp). */
+bool nd_fd_fetch_available(void);
 /* The same for an eventfd (no identity to check but its kind). */
 int nd_fd_fetch_eventfd(pid_t pid, int32_t fd);
 

@@ -6,6 +6,7 @@
 #include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -134,6 +135,27 @@ int nd_fd_fetch(pid_t pid, const struct nd_fd_ref *ref)
         fd = -1;
     }
     return fd;
+}
+
+/* Can this process fetch descriptors at all (Linux 5.6, and no seccomp filter against it)?
+ * Asked once, of ourselves. */
+static _Atomic int fetch_works = -1;
+
+bool nd_fd_fetch_available(void)
+{
+    int v = atomic_load_explicit(&fetch_works, memory_order_relaxed);
+
+    if (v < 0) {
+        int probe = eventfd(0, EFD_CLOEXEC), copy = probe >= 0 ? fetch(getpid(), probe) : -1;
+
+        v = copy >= 0;
+        if (copy >= 0)
+            close(copy);
+        if (probe >= 0)
+            close(probe);
+        atomic_store_explicit(&fetch_works, v, memory_order_relaxed);
+    }
+    return v;
 }
 
 int nd_fd_fetch_eventfd(pid_t pid, int32_t num)
