@@ -64,11 +64,11 @@ int main(void)
     for (uintptr_t i = 2; i <= 8; i++)
         CHECK_ST(nd_srq_receive(srq, (void *)i, sges, 2), ND_SUCCESS);
     CHECK_ST(nd_srq_receive(srq, (void *)9, sges, 1), ND_NO_MORE_ENTRIES);
-    struct nd_srq_fds fds;
-    nd_srq_export(srq, &fds);
-    entries = fds.entries;
-    nd_srq_layout(fds.entries, fds.max_sge, &lay);
-    region = mmap(NULL, lay.size, PROT_READ | PROT_WRITE, MAP_SHARED, fds.region.fd, 0);
+    struct nd_srq_share share;
+    nd_srq_export(srq, &share);
+    entries = share.entries;
+    nd_srq_layout(share.entries, share.max_sge, &lay);
+    region = mmap(NULL, lay.size, PROT_READ | PROT_WRITE, MAP_SHARED, share.region.fd, 0);
     CHECK(region != MAP_FAILED);
 
     /* Modify: depth below what is posted fails and changes nothing; growing keeps order. */

@@ -91,8 +91,9 @@ static struct nd_arena_chunk *chunk_new(struct nd_arena *ar, size_t area_bytes)
     k->ref.fd = k->state && k->holder ? nd_memfd_sealed("netdirect-qp", k->bytes) : -1;
     k->map = nd_fd_ref_of(k->ref.fd, &k->ref) ? mmap(NULL, k->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, k->ref.fd, 0)
                                                  : MAP_FAILED;
-    if (k->map == MAP_FAILED ||
-        (ar->n == ar->cap && !(ar->chunk = realloc(ar->chunk, (ar->cap = ar->cap * 2 + 4) * sizeof(*ar->chunk))))) {
+    struct nd_arena_chunk **room = k->map == MAP_FAILED ? NULL : nd_with_room(ar->chunk, &ar->cap, ar->n, sizeof(*ar->chunk));
+
+    if (!room) {
         if (k->map != MAP_FAILED)
             munmap(k->map, k->bytes);
         if (k->ref.fd >= 0)
@@ -102,6 +103,7 @@ static struct nd_arena_chunk *chunk_new(struct nd_arena *ar, size_t area_bytes)
         free(k);
         return NULL;
     }
+    ar->chunk = room;
     ar->chunk[ar->n++] = k;
     return k;
 }
@@ -245,7 +247,7 @@ static void peer_evict_idle(struct nd_arena *ar)
  */
 static struct nd_peer_chunk *peer_chunk(struct nd_arena *ar, pid_t pid, const struct nd_fd_ref *ref, int prot)
 {
-    struct nd_peer_chunk *p = NULL;
+    struct nd_peer_chunk *p = NULL, *room;
     struct stat st;
     void *m;
     int fd;
@@ -257,18 +259,13 @@ static struct nd_peer_chunk *peer_chunk(struct nd_arena *ar, pid_t pid, const st
     fd = nd_fd_fetch(pid, ref);
     if (fd < 0)
         return NULL;
-    if (fstat(fd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > PEER_CHUNK_MAX ||
-        !nd_memfd_mappable(fd, (size_t)st.st_size, &st))
+    /* Sealed and not empty (the size comes with the check); no larger than any chunk. */
+    if (!nd_memfd_mappable(fd, 1, &st) || (uint64_t)st.st_size > PEER_CHUNK_MAX)
         goto out;
-    if (ar->npeer == ar->cap_peer) {
-        uint32_t cap = ar->cap_peer * 2 + 4;
-        struct nd_peer_chunk *n = realloc(ar->peer, cap * sizeof(*n));
-
-        if (!n)
-            goto out;
-        ar->peer = n;
-        ar->cap_peer = cap;
-    }
+    room = nd_with_room(ar->peer, &ar->cap_peer, ar->npeer, sizeof(*ar->peer));
+    if (!room)
+        goto out;
+    ar->peer = room;
     m = mmap(NULL, (size_t)st.st_size, prot, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED)
         goto out;

@@ -222,6 +222,9 @@ bool nd_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
 bool nd_ifindex_exists(unsigned ifindex);
 
 /* ---- small helpers ---- */
+/* @arr (of *@cap elements of @size, @n used) with room for one more: itself, a larger
+ * copy (*@cap updated), or NULL when out of memory (@arr left as it was). */
+void *nd_with_room(void *arr, uint32_t *cap, uint32_t n, size_t size);
 int nd_futex_wait(uint32_t *word, uint32_t expect, int timeout_ms);
 int nd_futex_wake(uint32_t *word, int n);
 uint64_t nd_now_ns(void);

@@ -123,23 +123,10 @@ static void reject_and_close(const struct nd_transport_ops *wire, int sock)
 #define WAIT_MAX 256u               /* silent connections kept at once; the oldest goes first */
 #define REQ_GRACE_MS 1              /* how long accepting waits for a REQ before deferring it */
 
-/* @arr (of *@cap elements of @size, @n used) with room for one more: itself, a larger
- * copy (*@cap updated), or NULL when out of memory (@arr left as it was). */
-static void *with_room(void *arr, uint32_t *cap, uint32_t n, size_t size)
-{
-    void *grown;
-
-    if (n < *cap)
-        return arr;
-    if ((grown = realloc(arr, (*cap * 2 + 8) * size)))
-        *cap = *cap * 2 + 8;
-    return grown;
-}
-
 static void queue_request(struct nd_listener *l, struct incoming *in)
 {
     struct incoming *in_room = l->backlog && l->nin >= l->backlog
-                               ? NULL : with_room(l->in, &l->capin, l->nin, sizeof(*l->in));
+                               ? NULL : nd_with_room(l->in, &l->capin, l->nin, sizeof(*l->in));
 
     if (!in_room) {
         reject_and_close(in->wire, in->sock);     /* over the backlog: ND_CONNECTION_REFUSED at the peer */
@@ -180,7 +167,7 @@ static void start_waiting(struct nd_listener *l, struct incoming *in)
 {
     if (l->nwait == WAIT_MAX)
         drop_waiting(l, 0);
-    struct incoming *room = with_room(l->wait, &l->capwait, l->nwait, sizeof(*l->wait));
+    struct incoming *room = nd_with_room(l->wait, &l->capwait, l->nwait, sizeof(*l->wait));
 
     if (room)
         l->wait = room;
@@ -418,7 +405,7 @@ ND_API nd_status nd_listener_get_connection_request(nd_listener *l, nd_connector
         st = ND_INVALID_DEVICE_STATE;
     } else if (!nd_connector_queue(c, l->adapter)) {
         st = ND_INVALID_DEVICE_STATE;
-    } else if (!(g_room = with_room(l->g, &l->capg, l->ng, sizeof(*l->g)))) {
+    } else if (!(g_room = nd_with_room(l->g, &l->capg, l->ng, sizeof(*l->g)))) {
         nd_connector_unqueue(c);
         st = ND_NO_MEMORY;
     } else {

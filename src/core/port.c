@@ -68,9 +68,11 @@ struct nd_port {
     /*
      * Descriptors join the epoll set only when a thread is about to sleep on it: most
      * connections live and die without one (their waits poll their own sockets), and two
-     * epoll_ctl calls a connection a side were a tenth of nd_conn's system calls. A thread
-     * counts itself in sleepers before it flushes pending[] under source_lock, and a source
-     * added while any sleeps goes in at once: no event is lost to a sleeping thread.
+     * epoll_ctl calls a connection a side were a tenth of nd_conn's system calls. Dekker
+     * between a thread about to sleep (counts itself in sleepers, then looks at npending)
+     * and an adder (publishes npending, then looks at sleepers), each with a full barrier
+     * between: one of them sees the other and flushes, so no event is lost to a sleeper,
+     * and a sleeper takes source_lock only when something is pending.
      */
     uint32_t *pending, npending, cappending;
     _Atomic uint32_t sleepers;
@@ -310,15 +312,11 @@ static bool kick_room(struct nd_port *port)
 {
     struct epoll_event ev = { .events = EPOLLIN, .data.u64 = KICK_EVENT_ID };
 
-    if (port->nfdless == port->capkicked) {
-        uint32_t cap = port->capkicked ? port->capkicked * 2 : 16;
-        uint32_t *n = realloc(port->kicked, cap * sizeof(*n));
+    uint32_t *room = nd_with_room(port->kicked, &port->capkicked, port->nfdless, sizeof(*port->kicked));
 
-        if (!n)
-            return false;
-        port->kicked = n;
-        port->capkicked = cap;
-    }
+    if (!room)
+        return false;
+    port->kicked = room;
     if (port->kick_fd >= 0)
         return true;
     port->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -387,18 +385,14 @@ void nd_port_run_kicked(struct nd_port *port, struct nd_ovbatch *batch)
 /* Source @idx waits outside the epoll set (source_lock held). False if out of memory. */
 static bool pending_push(struct nd_port *port, uint32_t idx)
 {
-    if (port->npending == port->cappending) {
-        uint32_t cap = port->cappending ? port->cappending * 2 : 16;
-        uint32_t *n = realloc(port->pending, cap * sizeof(*n));
+    uint32_t *room = nd_with_room(port->pending, &port->cappending, port->npending, sizeof(*port->pending));
 
-        if (!n)
-            return false;
-        port->pending = n;
-        port->cappending = cap;
-    }
+    if (!room)
+        return false;
+    port->pending = room;
     port->src[idx].pending_at = port->npending;
     port->pending[port->npending] = idx;
-    port->npending++;
+    __atomic_store_n(&port->npending, port->npending + 1, __ATOMIC_SEQ_CST);
     return true;
 }
 
@@ -409,7 +403,7 @@ static void pending_remove(struct nd_port *port, uint32_t idx)
     port->pending[at] = last;
     port->src[last].pending_at = at;
     port->src[idx].pending_at = NOT_PENDING;
-    port->npending--;
+    __atomic_store_n(&port->npending, port->npending - 1, __ATOMIC_RELAXED);
 }
 
 /* Put every pending descriptor into the epoll set (source_lock held). */
@@ -424,7 +418,7 @@ static void flush_pending_locked(struct nd_port *port)
         if (epoll_ctl(port->epfd, EPOLL_CTL_ADD, port->src[idx].fd, &ev) < 0)
             nd_log(ND_LOG_WARN, ND_SUB_PORT, "a source could not join the port: %m");
     }
-    port->npending = 0;
+    __atomic_store_n(&port->npending, 0, __ATOMIC_RELAXED);
 }
 
 nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_signal_fn fn,
@@ -463,7 +457,9 @@ nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_si
     port->src[idx].fd = fd;
     port->src[idx].pending_at = NOT_PENDING;
     ev.data.u64 = (uint64_t)port->src[idx].gen << 32 | idx;
-    if (fd >= 0 && !port->eager && !atomic_load(&port->sleepers) && pending_push(port, idx)) {
+    if (fd >= 0 && !port->eager && pending_push(port, idx)) {
+        if (atomic_load(&port->sleepers))       /* after the push: see pending[] */
+            flush_pending_locked(port);
         *id = idx;
         goto out;
     }
@@ -582,11 +578,12 @@ ND_API nd_status nd_port_wait(nd_port *port, int timeout_ms, nd_overlapped **out
         wait = remaining_ms(timeout_ms, deadline);
         bool ticking = atomic_load_explicit(&port->timed, memory_order_relaxed) > 0;
         int slice = ticking && (wait < 0 || wait > TICK_MS) ? TICK_MS : wait;
-        /* Counted first, then the flush under the lock the adders hold: see pending[]. */
-        atomic_fetch_add(&port->sleepers, 1);
-        pthread_mutex_lock(&port->source_lock);
-        flush_pending_locked(port);
-        pthread_mutex_unlock(&port->source_lock);
+        atomic_fetch_add(&port->sleepers, 1);             /* before the look: see pending[] */
+        if (__atomic_load_n(&port->npending, __ATOMIC_SEQ_CST)) {
+            pthread_mutex_lock(&port->source_lock);
+            flush_pending_locked(port);
+            pthread_mutex_unlock(&port->source_lock);
+        }
         n = epoll_wait(port->epfd, ev, (int)ND_ARRAY_SIZE(ev), slice);
         atomic_fetch_sub(&port->sleepers, 1);
         if (n < 0 && errno != EINTR)

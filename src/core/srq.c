@@ -329,7 +329,7 @@ ND_API nd_status nd_srq_get_overlapped_result(nd_srq *s, nd_overlapped *ov, int 
     return nd_get_overlapped_result(ov, wait);
 }
 
-void nd_srq_export(nd_srq *s, struct nd_srq_fds *out)
+void nd_srq_export(nd_srq *s, struct nd_srq_share *out)
 {
     out->region = s->region_ref;
     out->entries = s->entries;

@@ -38,13 +38,13 @@ void nd_srq_layout(uint32_t entries, uint32_t max_sge, struct nd_srq_layout *l);
  */
 int nd_srq_claim(struct nd_srq_ctl *ctl, const uint32_t *ring, uint32_t entries, uint32_t *slot);
 
-struct nd_srq_fds {
+struct nd_srq_share {
     struct nd_fd_ref region;        /* as peers name it */
     uint32_t entries, max_sge;
 };
 
 /* For a connection: the region's descriptor and geometry. */
-void nd_srq_export(nd_srq *srq, struct nd_srq_fds *out);
+void nd_srq_export(nd_srq *srq, struct nd_srq_share *out);
 uint32_t nd_srq_entries(nd_srq *srq);
 uint32_t nd_srq_max_sge(nd_srq *srq);
 

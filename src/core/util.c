@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -75,6 +76,17 @@ uint64_t nd_now_ns(void)
 uint64_t nd_coarse_ns(void)
 {
     return clock_ns(CLOCK_MONOTONIC_COARSE);
+}
+
+void *nd_with_room(void *arr, uint32_t *cap, uint32_t n, size_t size)
+{
+    void *grown;
+
+    if (n < *cap)
+        return arr;
+    if ((grown = realloc(arr, (*cap * 2 + 8) * size)))
+        *cap = *cap * 2 + 8;
+    return grown;
 }
 
 static _Atomic uint32_t spinners;

@@ -172,7 +172,7 @@ static bool name_descriptors(struct shm_wire *w, struct nd_qp *qp)
     w->refs[3].fd = qp->icq->signal_fd;
     w->refs[4].fd = -1;
     if (qp->srq) {
-        struct nd_srq_fds sf;
+        struct nd_srq_share sf;
 
         nd_srq_export(qp->srq, &sf);
         w->refs[4] = sf.region;
