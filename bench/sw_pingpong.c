@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sw_pingpong: what the library itself costs per message, with no cross-CPU traffic. One
+ * thread, two queue pairs of one process connected to each other (shm, or iwarp with
+ * ND_TRANSPORT=iwarp), 8-byte ping-pong: each half round trip is one side's receive post,
+ * inline Send, and the polls for its Send's and the peer's Receive's completions, all on
+ * one CPU, so the time is the software path alone (a cross-process ping-pong adds the
+ * cache-line moves, or loopback TCP, on top). Also the cost of one poll of an empty CQ.
+ *   sw_pingpong [-i iterations] [-p port] [--json]
+ */
+#include <netdirect/netdirect.h>
+
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DIE(...) do { fprintf(stderr, "sw_pingpong: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#define CHECK(x) do { nd_status s_ = (x); if (s_ != ND_SUCCESS && s_ != ND_PENDING) \
+                          DIE("%s: %s", #x, nd_strerror(s_)); } while (0)
+
+struct side {
+    nd_cq *cq;
+    nd_qp *qp;
+    nd_connector *conn;
+    nd_sge send, recv;
+};
+
+static double now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static nd_result next(nd_cq *cq)
+{
+    nd_result r;
+
+    while (nd_cq_get_results(cq, &r, 1) != 1)
+        ;
+    if (r.status != ND_SUCCESS)
+        DIE("completion failed: %s", nd_strerror(r.status));
+    return r;
+}
+
+/* The next Receive completion; Send completions met on the way are taken too. */
+static void next_receive(nd_cq *cq)
+{
+    while (next(cq).request_type != ND_REQUEST_TYPE_RECEIVE)
+        ;
+}
+
+/* ND's way: a call that returns ND_PENDING completes through its overlapped. */
+static void finish(nd_status st, nd_overlapped *ov, const char *what)
+{
+    if (st == ND_PENDING)
+        st = nd_get_overlapped_result(ov, 1);
+    if (st != ND_SUCCESS)
+        DIE("%s: %s", what, nd_strerror(st));
+}
+
+static void connect_pair(nd_adapter *a, nd_port *port, struct side s[2], const struct sockaddr_in *addr)
+{
+    nd_overlapped gov = { .flags = ND_OV_FLAG_NO_PORT }, cov = { .flags = ND_OV_FLAG_NO_PORT };
+    nd_overlapped aov = { .flags = ND_OV_FLAG_NO_PORT }, ccov = { .flags = ND_OV_FLAG_NO_PORT };
+    struct sockaddr_in local = *addr;
+    nd_listener *l;
+
+    local.sin_port = 0;
+    CHECK(nd_adapter_create_listener(a, port, &l));
+    CHECK(nd_listener_bind(l, (const struct sockaddr *)addr, sizeof(*addr)));
+    CHECK(nd_listener_listen(l, 0));
+    nd_status get = nd_listener_get_connection_request(l, s[1].conn, &gov);
+    CHECK(nd_connector_bind(s[0].conn, (struct sockaddr *)&local, sizeof(local)));
+    nd_status conn = nd_connector_connect(s[0].conn, s[0].qp, (const struct sockaddr *)addr, sizeof(*addr), 0, 0,
+                                          NULL, 0, &cov);
+    finish(get, &gov, "GetConnectionRequest");
+    nd_status acc = nd_connector_accept(s[1].conn, s[1].qp, 0, 0, NULL, 0, &aov);
+    finish(conn, &cov, "Connect");
+    finish(nd_connector_complete_connect(s[0].conn, &ccov), &ccov, "CompleteConnect");
+    finish(acc, &aov, "Accept");
+    CHECK(nd_listener_close(l));
+}
+
+int main(int argc, char **argv)
+{
+    uint32_t iters = 1000000, port_no = 28990;
+    bool json = false;
+    static char buf[8192];
+    struct side s[2];
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
+    nd_adapter *a;
+    nd_port *port;
+    nd_mr *mr;
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-i") && i + 1 < argc)
+            iters = (uint32_t)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "-p") && i + 1 < argc)
+            port_no = (uint32_t)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--json"))
+            json = true;
+        else
+            DIE("usage: sw_pingpong [-i iterations] [-p port] [--json]");
+    }
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port_no),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+    CHECK(nd_open_adapter_by_address((struct sockaddr *)&addr, sizeof(addr), &a));
+    CHECK(nd_port_create(&port));
+    CHECK(nd_adapter_create_memory_region(a, port, &mr));
+    finish(nd_mr_register(mr, buf, sizeof(buf), ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov), &ov, "Register");
+    for (int i = 0; i < 2; i++) {
+        CHECK(nd_adapter_create_completion_queue(a, port, 256, 0, 0, &s[i].cq));
+        CHECK(nd_adapter_create_queue_pair(a, s[i].cq, s[i].cq, NULL, 64, 64, 1, 1, 64, &s[i].qp));
+        CHECK(nd_adapter_create_connector(a, port, &s[i].conn));
+        s[i].send = (nd_sge){ buf + 64 * i, 8, nd_mr_get_local_token(mr) };
+        s[i].recv = (nd_sge){ buf + 1024 + 1024 * i, 1024, nd_mr_get_local_token(mr) };
+    }
+    connect_pair(a, port, s, &addr);
+    /* One receive ahead on each side: each turn posts the one its peer's next Send takes. */
+    for (int k = 0; k < 2; k++)
+        CHECK(nd_qp_receive(s[k].qp, NULL, &s[k].recv, 1));
+    double t0 = 0;
+    for (int64_t i = -10000; i < (int64_t)iters; i++) {
+        if (i == 0)
+            t0 = now_ns();
+        for (int k = 0; k < 2; k++) {
+            CHECK(nd_qp_receive(s[k].qp, NULL, &s[k].recv, 1));
+            CHECK(nd_qp_send(s[k].qp, NULL, &s[k].send, 1, ND_OP_FLAG_INLINE));
+            next_receive(s[!k].cq);     /* takes the peer's own Send completion too */
+        }
+    }
+    double half = (now_ns() - t0) / iters / 2;
+    nd_result r;
+    while (nd_cq_get_results(s[0].cq, &r, 1) == 1)
+        ;
+    t0 = now_ns();
+    for (uint32_t i = 0; i < iters; i++)
+        if (nd_cq_get_results(s[0].cq, &r, 1))
+            DIE("a result from an idle CQ");
+    double empty = (now_ns() - t0) / iters;
+    if (json)
+        printf("{\"iterations\":%u,\"half_roundtrip_ns\":%.1f,\"empty_poll_ns\":%.1f}\n", iters, half, empty);
+    else
+        printf("one thread, 8 B: %.1f ns of software per half round trip; empty poll %.1f ns\n", half, empty);
+    for (int i = 0; i < 2; i++) {
+        CHECK(nd_connector_close(s[i].conn));
+        CHECK(nd_qp_close(s[i].qp));
+        CHECK(nd_cq_close(s[i].cq));
+    }
+    CHECK(nd_mr_close(mr));
+    CHECK(nd_port_close(port));
+    CHECK(nd_adapter_close(a));
+    return 0;
+}
