@@ -52,11 +52,15 @@ static void src_break(struct nd_cq_src *s)
         s->ops->broken(s->ctx);
 }
 
-static void cq_run_progress(struct nd_cq *cq)
+/* Returns whether any ring may have new entries. */
+static bool cq_run_progress(struct nd_cq *cq)
 {
+    bool moved = false;
+
     for (uint32_t i = 0; i < cq->nsrc; i++)
         if (cq->src[i]->ops->progress && !cq->src[i]->broken)
-            cq->src[i]->ops->progress(cq->src[i]->ctx);
+            moved |= cq->src[i]->ops->progress(cq->src[i]->ctx);
+    return moved;
 }
 
 static void cq_run_idle(struct nd_cq *cq)
@@ -127,10 +131,9 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
     /* What is already in the rings goes first; transports are moved (a system call for
      * iwarp) only when that does not fill the caller's array. */
     n = drain_all(cq, results, n, max);
-    if (n < max) {
-        cq_run_progress(cq);
+    /* A second look only after progress moved something: an empty poll stays one pass. */
+    if (n < max && cq_run_progress(cq))
         n = drain_all(cq, results, n, max);
-    }
     /* A ring that deferred to another may deliver now that the other drained. */
     if (cq->deferred) {
         cq->deferred = false;

@@ -28,8 +28,9 @@ struct nd_cq_src_ops {
     enum nd_xlate (*translate)(void *ctx, const struct nd_cqe *entry, nd_result *result);
     /* The ring broke the protocol. Called with the CQ lock held: must not call into the CQ. */
     void (*broken)(void *ctx);
-    /* Optional: let the owner move deferred work before the CQ looks (CQ lock held). */
-    void (*progress)(void *ctx);
+    /* Optional: let the owner move deferred work before the CQ looks (CQ lock held).
+     * Returns whether it may have produced entries. */
+    bool (*progress)(void *ctx);
     /* Optional: the poller is about to sleep; nothing may wait for its next poll (CQ lock held). */
     void (*idle)(void *ctx);
 };

@@ -208,15 +208,14 @@ static void inbound_broken(void *ctx)
     nd_qp_fail(qp, ND_INTERNAL_ERROR);
 }
 
-static void qp_progress(void *ctx)
+static bool qp_progress(void *ctx)
 {
     struct nd_qp *qp = ctx;
 
     /* No lock here: this runs on every poll. The transport set has_progress after its
      * ops and connection were in place, and closing clears it before the rings detach
      * (which waits for any poll under way), so the connection outlives every call. */
-    if (__atomic_load_n(&qp->has_progress, __ATOMIC_ACQUIRE))
-        qp->tops->progress(qp);
+    return __atomic_load_n(&qp->has_progress, __ATOMIC_ACQUIRE) && qp->tops->progress(qp);
 }
 
 void nd_qp_idle(struct nd_qp *qp)
@@ -243,11 +242,15 @@ static const struct nd_cq_src_ops flush_ops = { .translate = flush_translate };
 
 static void produce(struct nd_ring_producer *p, uint32_t k, nd_status st, uint32_t bytes, uint8_t type)
 {
-    struct nd_cqe e = { .wr_index = k, .status = st, .bytes = bytes, .type = type };
+    struct nd_cqe *slot = nd_ring_next(p);
 
     /* Our own rings hold as many entries as requests can be outstanding: never full. */
-    if (nd_ring_produce(p, &e) < 0)
+    if (!slot) {
         nd_log(ND_LOG_ERROR, ND_SUB_CORE, "local completion ring full (request %u)", k);
+        return;
+    }
+    nd_cqe_set(slot, k, st, bytes, type, 0, 0, 0);
+    nd_ring_commit(p, slot);
 }
 
 void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t k, nd_status st, uint32_t bytes)

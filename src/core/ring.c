@@ -5,33 +5,35 @@
 #include <string.h>
 #include <unistd.h>
 
-static bool arm_wants(uint32_t arm_type, const struct nd_cqe *cqe)
+static bool arm_wants(uint32_t arm_type, bool solicited, bool failed)
 {
     if (arm_type == ND_ARM_ANY)
         return true;
     /* A solicited arm fires on solicited receives and on every error completion (as IB). */
-    return arm_type == ND_ARM_SOLICITED &&
-           ((cqe->flags & ND_CQE_SOLICITED) || cqe->status != 0);
+    return arm_type == ND_ARM_SOLICITED && (solicited || failed);
 }
 
-int nd_ring_produce(struct nd_ring_producer *p, const struct nd_cqe *cqe)
+struct nd_cqe *nd_ring_next(struct nd_ring_producer *p)
 {
-    struct nd_ring_hdr *hdr = p->hdr;
-    struct nd_cqe *slot;
-    uint32_t arm, gen;
-    uint64_t one = 1;
-
     /* Free space from what we know; read the shared consumer index only when it runs out. */
     if (p->prod - p->cons_seen > p->mask) {
-        uint32_t cons = atomic_load_explicit(&hdr->cons, memory_order_acquire);
+        uint32_t cons = atomic_load_explicit(&p->hdr->cons, memory_order_acquire);
 
         if (p->prod - cons > p->mask)   /* full, or a consumer index that cannot be */
-            return -1;
+            return NULL;
         p->cons_seen = cons;
     }
-    slot = &p->ents[p->prod & p->mask];
-    memcpy((uint8_t *)slot + sizeof(slot->seq), (const uint8_t *)cqe + sizeof(cqe->seq),
-           sizeof(*cqe) - sizeof(cqe->seq));
+    return &p->ents[p->prod & p->mask];
+}
+
+void nd_ring_commit(struct nd_ring_producer *p, struct nd_cqe *slot)
+{
+    struct nd_ring_hdr *hdr = p->hdr;
+    uint32_t arm, gen;
+    uint64_t one = 1;
+    /* Read back before publishing: after it the slot is the consumer's to reuse. */
+    bool solicited = slot->flags & ND_CQE_SOLICITED, failed = slot->status != 0;
+
     p->prod++;
     atomic_store_explicit(&hdr->prod, p->prod, memory_order_relaxed);
     /*
@@ -42,14 +44,25 @@ int nd_ring_produce(struct nd_ring_producer *p, const struct nd_cqe *cqe)
      */
     __atomic_exchange_n(&slot->seq, p->prod, __ATOMIC_SEQ_CST);
     arm = atomic_load_explicit(p->arm, memory_order_seq_cst);
-    if (!arm_wants(ND_ARM_TYPE(arm), cqe))
-        return 0;
+    if (!arm_wants(ND_ARM_TYPE(arm), solicited, failed))
+        return;
     gen = ND_ARM_GEN(arm);
     if (hdr->signalled_gen == gen)
-        return 0;
+        return;
     hdr->signalled_gen = gen;
     /* EAGAIN means the counter is saturated: the fd is readable already. */
     if (write(p->signal_fd, &one, sizeof(one)) < 0)
-        return 0;
+        return;
+}
+
+int nd_ring_produce(struct nd_ring_producer *p, const struct nd_cqe *cqe)
+{
+    struct nd_cqe *slot = nd_ring_next(p);
+
+    if (!slot)
+        return -1;
+    memcpy((uint8_t *)slot + sizeof(slot->seq), (const uint8_t *)cqe + sizeof(cqe->seq),
+           sizeof(*cqe) - sizeof(cqe->seq));
+    nd_ring_commit(p, slot);
     return 0;
 }

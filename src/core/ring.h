@@ -76,6 +76,30 @@ struct nd_ring_producer {
  */
 int nd_ring_produce(struct nd_ring_producer *p, const struct nd_cqe *cqe);
 
+/*
+ * The same in two steps, for the data path: nd_ring_next gives the next entry (NULL when
+ * the ring is full), the caller fills every field but seq in place with nd_cqe_set, and
+ * nd_ring_commit publishes it as nd_ring_produce does. An entry built on the stack and
+ * copied costs a store-forwarding stall per 16-byte piece (its fields are narrow stores,
+ * the copy wide loads): ~15 ns per completion here.
+ */
+struct nd_cqe *nd_ring_next(struct nd_ring_producer *p);
+void nd_ring_commit(struct nd_ring_producer *p, struct nd_cqe *slot);
+
+/* Every field of @slot but seq and data[]. */
+static inline void nd_cqe_set(struct nd_cqe *slot, uint32_t wr_index, int32_t status, uint32_t bytes, uint8_t type,
+                              uint8_t flags, uint32_t credit_posted, uint32_t credit_consumed)
+{
+    slot->wr_index = wr_index;
+    slot->status = status;
+    slot->bytes = bytes;
+    slot->type = type;
+    slot->flags = flags;
+    slot->inline_len = 0;
+    slot->credit_posted = credit_posted;
+    slot->credit_consumed = credit_consumed;
+}
+
 /* Learn a newer consumer index (piggybacked by the peer); never moves backwards. */
 static inline void nd_ring_learn_cons(struct nd_ring_producer *p, uint32_t cons)
 {

@@ -50,8 +50,9 @@ struct nd_transport_ops {
     void (*post)(struct nd_qp *qp, const struct nd_wr *wr);
     /* A receive was posted: wake a peer that holds a send for want of one. */
     void (*recv_posted)(struct nd_qp *qp);
-    /* Move deferred work (held sends, peer liveness). Called when the QP's CQs are polled. */
-    void (*progress)(struct nd_qp *qp);
+    /* Move deferred work (held sends, peer liveness). Called when the QP's CQs are polled.
+     * Returns whether it may have completed something (the CQ looks at its rings again). */
+    bool (*progress)(struct nd_qp *qp);
     /* Optional: the thread that polled the QP's CQ is about to sleep (it armed the CQ or
      * waits on it): work left for the next poll must move without one. */
     void (*idle)(struct nd_qp *qp);

@@ -567,15 +567,16 @@ static bool owed_too_long(struct iw_conn *c)
 
 /* From an application thread polling one of the QP's CQs: move bytes here and now,
  * saving the engine's wake-up. Never waits for the lock. */
-void iw_progress(struct nd_qp *qp)
+bool iw_progress(struct nd_qp *qp)
 {
     struct iw_conn *c = qp->conn;
 
     if (!c)
-        return;
+        return false;
     iw_engine_note_poll(c);
+    /* Whoever holds the lock (the engine, another poller) may be placing entries now. */
     if (pthread_mutex_trylock(&qp->lock))
-        return;
+        return true;
     if (qp->conn == c && !c->dead) {
         c->app_rx = true;
         iw_rx_pump(c);
@@ -584,6 +585,7 @@ void iw_progress(struct nd_qp *qp)
             iw_tx_pump(c);
     }
     pthread_mutex_unlock(&qp->lock);
+    return true;
 }
 
 /* The poller goes to sleep: answer what waited for its next post, and hand the socket

@@ -263,17 +263,18 @@ static enum hdr_verdict on_header(struct iw_conn *c)
 
 static void complete_receive(struct iw_conn *c)
 {
-    struct nd_cqe e = { .wr_index = c->msg_recv, .type = ND_REQUEST_TYPE_RECEIVE, .bytes = c->msg_bytes,
-                        .status = c->msg_overrun ? ND_DATA_OVERRUN : ND_SUCCESS,
-                        .flags = c->msg_solicited ? ND_CQE_SOLICITED : 0 };
+    struct nd_cqe *slot;
 
     c->msg_open = false;
     c->expect_msn_send++;
     nd_ring_learn_cons(&c->rprod, atomic_load_explicit(&c->qp->inbound_hdr->cons, memory_order_acquire));
-    if (nd_ring_produce(&c->rprod, &e) < 0) {
+    if (!(slot = nd_ring_next(&c->rprod))) {
         iw_conn_fail(c, ND_INTERNAL_ERROR);
         return;
     }
+    nd_cqe_set(slot, c->msg_recv, c->msg_overrun ? ND_DATA_OVERRUN : ND_SUCCESS, c->msg_bytes,
+               ND_REQUEST_TYPE_RECEIVE, c->msg_solicited ? ND_CQE_SOLICITED : 0, 0, 0);
+    nd_ring_commit(&c->rprod, slot);
     if (c->msg_overrun) {
         /* siw's answer to a Send longer than the receive; the CQ fails the QP when it
          * returns the entry, after everything placed before it. */

@@ -275,27 +275,22 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
 {
     const struct nd_rwqe *w;
     uint32_t k, nsge, total, max_sge = c->psrq ? c->psrq_max_sge : c->peer_max_sge;
-    nd_status st = next_receive(qp, c, &k, &w);
+    nd_status st = next_receive(qp, c, &k, &w), status = ND_SUCCESS;
+    uint8_t flags = wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? ND_CQE_SOLICITED : 0;
+    struct nd_cqe *e;
 
     if (st != ND_SUCCESS)
         return st;
-    struct nd_cqe e = { .wr_index = k, .type = ND_REQUEST_TYPE_RECEIVE, .bytes = (uint32_t)wr->total,
-                        .credit_posted = qp->rq_posted,
-                        .credit_consumed = atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_relaxed) };
-
-    if (wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT)
-        e.flags |= ND_CQE_SOLICITED;
     if (wr->total <= ND_CQE_INLINE_MAX) {
         /* The message rides in its completion: one cache line, and the receiver checks the
-         * length against its own copy of the receive. */
-        gather(wr, e.data);
-        e.flags |= ND_CQE_INLINE_DATA;
+         * length against its own copy of the receive. Gathered at publish. */
+        flags |= ND_CQE_INLINE_DATA;
         goto publish;
     }
     if (wr->total <= c->peer_slot_size) {
         /* The slot that goes with the ring position this completion will take. */
         gather(wr, c->peer_region + c->pl.slots + (size_t)(c->pprod.prod & c->pprod.mask) * c->peer_slot_size);
-        e.flags |= ND_CQE_INLINE;
+        flags |= ND_CQE_INLINE;
         goto publish;
     }
     nsge = __atomic_load_n(&w->nsge, __ATOMIC_RELAXED);
@@ -303,7 +298,7 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
     if (nsge > max_sge)
         return ND_INTERNAL_ERROR;
     if (wr->total > total) {
-        e.status = ND_DATA_OVERRUN;         /* the receiver reports it; iWARP senders succeed */
+        status = ND_DATA_OVERRUN;           /* the receiver reports it; iWARP senders succeed */
     } else {
         struct iovec remote[MAX_IOV];
         uint8_t *views[MAX_IOV];
@@ -337,8 +332,14 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
     }
 publish:
     nd_ring_learn_cons(&c->pprod, atomic_load_explicit(&qp->peer_consumed, memory_order_relaxed));
-    if (nd_ring_produce(&c->pprod, &e) < 0)
+    /* Filled in place in the peer's ring: no stack copy (see nd_ring_next). */
+    if (!(e = nd_ring_next(&c->pprod)))
         return ND_INTERNAL_ERROR;
+    nd_cqe_set(e, k, status, (uint32_t)wr->total, ND_REQUEST_TYPE_RECEIVE, flags, qp->rq_posted,
+               atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_relaxed));
+    if (flags & ND_CQE_INLINE_DATA)
+        gather(wr, e->data);
+    nd_ring_commit(&c->pprod, e);
     if (!c->psrq)
         c->next_peer_recv = k + 1;
     return ND_SUCCESS;
@@ -490,7 +491,7 @@ static bool peer_alive(struct nd_qp *qp)
 }
 
 /* Called on every poll of the QP's CQs: cheap checks first, the lock only to act. */
-static void shm_progress(struct nd_qp *qp)
+static bool shm_progress(struct nd_qp *qp)
 {
     struct shm_conn *c = conn_of(qp);
     bool busy = atomic_load_explicit(&c->held_count, memory_order_relaxed) != 0 || terminated(qp, c);
@@ -507,7 +508,7 @@ static void shm_progress(struct nd_qp *qp)
         check = now - last > LIVENESS_NS && atomic_compare_exchange_strong(&c->last_check, &last, now);
     }
     if (!busy && !check)
-        return;
+        return false;
     pthread_mutex_lock(&qp->lock);
     /* The peer's socket is asked only once an interval: a send held for a receive is
      * retried on every poll, and a system call each time cost 7 per round trip in
@@ -519,6 +520,7 @@ static void shm_progress(struct nd_qp *qp)
             retry_held(qp, c);
     }
     pthread_mutex_unlock(&qp->lock);
+    return true;
 }
 
 static void shm_recv_posted(struct nd_qp *qp)
