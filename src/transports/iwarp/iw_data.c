@@ -558,9 +558,18 @@ void iw_recv_posted(struct nd_qp *qp)
 /* Have fence answers waited IW_FENCE_DEFER_NS of polls for a post to ride on? QP lock held. */
 static bool owed_too_long(struct iw_conn *c)
 {
-    uint64_t now = nd_now_ns();
+    uint64_t now;
 
-    if (!c->owed_polled_ns)
+    /* The poll that finds them has just received them, and its application is about to
+     * post (the answers then ride along): it reads no clock (25 ns here, on the path from
+     * a message in to the reply out). The wait is timed from the next poll; 1 marks
+     * "seen, not yet timed". */
+    if (!c->owed_polled_ns) {
+        c->owed_polled_ns = 1;
+        return false;
+    }
+    now = nd_now_ns();
+    if (c->owed_polled_ns == 1)
         c->owed_polled_ns = now;
     return now - c->owed_polled_ns >= IW_FENCE_DEFER_NS;
 }
