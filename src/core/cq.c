@@ -595,18 +595,14 @@ nd_status nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct n
     s->ctx = ctx;
     pthread_mutex_lock(&cq->lock);
     s->cons = s->reported = s->seen = atomic_load_explicit(&hdr->cons, memory_order_relaxed);
-    if (cq->nsrc == cq->cap) {
-        uint32_t cap = cq->cap ? cq->cap * 2 : 4;
-        struct nd_cq_src **n = realloc(cq->src, cap * sizeof(*n));
+    struct nd_cq_src **grown = nd_with_room(cq->src, &cq->cap, cq->nsrc, sizeof(*grown));
 
-        if (!n) {
-            pthread_mutex_unlock(&cq->lock);
-            free(s);
-            return ND_NO_MEMORY;
-        }
-        cq->src = n;
-        cq->cap = cap;
+    if (!grown) {
+        pthread_mutex_unlock(&cq->lock);
+        free(s);
+        return ND_NO_MEMORY;
     }
+    cq->src = grown;
     cq->src[cq->nsrc++] = s;
     cq->ndefer_capable += ops->progress != NULL;
     pthread_mutex_unlock(&cq->lock);

@@ -433,17 +433,13 @@ nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_si
         idx = port->free_head;
         port->free_head = port->src[idx].next_free;
     } else {
-        if (port->nsrc == port->cap) {
-            uint32_t cap = port->cap ? port->cap * 2 : 16;
-            struct port_source *n = realloc(port->src, cap * sizeof(*n));
+        struct port_source *n = nd_with_room(port->src, &port->cap, port->nsrc, sizeof(*n));
 
-            if (!n) {
-                st = ND_NO_MEMORY;
-                goto out;
-            }
-            port->src = n;
-            port->cap = cap;
+        if (!n) {
+            st = ND_NO_MEMORY;
+            goto out;
         }
+        port->src = n;
         idx = port->nsrc++;
         port->src[idx].gen = 0;
         port->src[idx].busy = 0;

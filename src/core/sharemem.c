@@ -40,15 +40,11 @@ static struct share_alloc *find_locked(uintptr_t addr, size_t len)
 
 static bool add_locked(const struct share_alloc *s)
 {
-    if (nshares == cap_shares) {
-        uint32_t cap = cap_shares ? cap_shares * 2 : 8;
-        struct share_alloc *n = realloc(shares, cap * sizeof(*n));
+    struct share_alloc *n = nd_with_room(shares, &cap_shares, nshares, sizeof(*n));
 
-        if (!n)
-            return false;
-        shares = n;
-        cap_shares = cap;
-    }
+    if (!n)
+        return false;
+    shares = n;
     shares[nshares++] = *s;
     return true;
 }
