@@ -41,8 +41,7 @@ static bool connector_valid(const struct nd_connector *c)
     return c && c->magic == ND_MAGIC_CONNECTOR;
 }
 
-/* A connector bound to port 0 gets its reservation now (connector lock held). */
-static nd_status reserve_if_unset(struct nd_connector *c)
+nd_status nd_connector_reserve_if_unset(struct nd_connector *c)
 {
     struct sockaddr_storage want = c->local;
 
@@ -485,11 +484,6 @@ static void connector_wait(struct nd_ovobj *obj, nd_overlapped *ov)
 
 /* ---- the active side ---- */
 
-static uint32_t clamp(uint32_t v, uint32_t max)
-{
-    return v < max ? v : max;
-}
-
 /* Dial @dest with the first transport that serves it: shm when its listener is on this
  * host, in this namespace, of our uid; iwarp otherwise. */
 static int dial(struct nd_connector *c, const struct sockaddr *dest, const struct nd_transport_ops *after)
@@ -533,7 +527,7 @@ static nd_status take_port(struct nd_connector *c, int fd)
     socklen_t len = sizeof(ss);
 
     if (!c->wire->dial_holds_port)
-        return reserve_if_unset(c);
+        return nd_connector_reserve_if_unset(c);
     if (nd_sockaddr_port((struct sockaddr *)&c->local) && !c->port_from_dial)
         return ND_SUCCESS;          /* Bind named it, or GetLocalAddress reserved it */
     if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0 || ss.ss_family != c->local.ss_family)
@@ -580,8 +574,8 @@ static nd_status start_connect(struct nd_connector *c, struct nd_qp *qp, const s
                                uint32_t ird, uint32_t ord, const void *pdata, uint32_t plen)
 {
     nd_cm_msg_init(&c->req, ND_CM_REQ);
-    c->req.ird = c->ird = clamp(ird, nd_limits.max_inbound_read_limit);
-    c->req.ord = c->ord = clamp(ord, nd_limits.max_outbound_read_limit);
+    c->req.ird = c->ird = nd_clamp_u32(ird, nd_limits.max_inbound_read_limit);
+    c->req.ord = c->ord = nd_clamp_u32(ord, nd_limits.max_outbound_read_limit);
     c->req.pdata_len = plen;
     if (plen)
         memcpy(c->req.pdata, pdata, plen);
@@ -663,8 +657,8 @@ ND_API nd_status nd_connector_complete_connect(nd_connector *c, nd_overlapped *o
         st = ND_CONNECTION_ABORTED;
     } else {
         /* Our inbound limit is what the peer will read from us, and the reverse. */
-        c->ird = clamp(c->ird, c->msg.ord);
-        c->ord = clamp(c->ord, c->msg.ird);
+        c->ird = nd_clamp_u32(c->ird, c->msg.ord);
+        c->ord = nd_clamp_u32(c->ord, c->msg.ird);
         st = attach_qp(c, c->qp, true);
         nd_cm_msg_init(&rtu, ND_CM_RTU);
         if (st == ND_SUCCESS)
@@ -719,8 +713,8 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
         c->state = ND_CS_DISCONNECTED;
         st = ND_CONNECTION_ABORTED;
     } else {
-        c->ird = clamp(clamp(ird, nd_limits.max_inbound_read_limit), c->msg.ord);
-        c->ord = clamp(clamp(ord, nd_limits.max_outbound_read_limit), c->msg.ird);
+        c->ird = nd_clamp_u32(nd_clamp_u32(ird, nd_limits.max_inbound_read_limit), c->msg.ord);
+        c->ord = nd_clamp_u32(nd_clamp_u32(ord, nd_limits.max_outbound_read_limit), c->msg.ird);
         st = c->wire->attach_at_rtu ? ND_SUCCESS : attach_qp(c, qp, false);
         nd_cm_msg_init(&rep, ND_CM_REP);
         rep.ird = c->ird;
@@ -777,92 +771,6 @@ ND_API nd_status nd_connector_reject(nd_connector *c, const void *pdata, uint32_
         c->state = ND_CS_DISCONNECTED;
     } else {
         st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_INVALID : ND_INVALID_DEVICE_STATE;
-    }
-    pthread_mutex_unlock(&c->lock);
-    return st;
-}
-
-/* ---- queries ---- */
-
-ND_API nd_status nd_connector_get_read_limits(nd_connector *c, uint32_t *inbound, uint32_t *outbound)
-{
-    nd_status st = ND_SUCCESS;
-
-    if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
-    pthread_mutex_lock(&c->lock);
-    if (c->state == ND_CS_REQ_RECEIVED) {
-        /* The peer's view swapped: what it will read from us is our inbound. */
-        if (inbound)
-            *inbound = clamp(c->msg.ord, nd_limits.max_inbound_read_limit);
-        if (outbound)
-            *outbound = clamp(c->msg.ird, nd_limits.max_outbound_read_limit);
-    } else if (c->state == ND_CS_REP_RECEIVED) {
-        if (inbound)
-            *inbound = clamp(c->ird, c->msg.ord);
-        if (outbound)
-            *outbound = clamp(c->ord, c->msg.ird);
-    } else {
-        st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_INVALID : ND_INVALID_DEVICE_STATE;
-    }
-    pthread_mutex_unlock(&c->lock);
-    return st;
-}
-
-ND_API nd_status nd_connector_get_private_data(nd_connector *c, void *buf, uint32_t *len)
-{
-    nd_status st = ND_SUCCESS;
-
-    if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
-    if (!len)
-        return ND_INVALID_PARAMETER_2;
-    pthread_mutex_lock(&c->lock);
-    if (!c->have_msg) {
-        st = ND_CONNECTION_INVALID;
-    } else {
-        uint32_t n = c->msg.pdata_len;
-
-        if (buf)
-            memcpy(buf, c->msg.pdata, *len < n ? *len : n);
-        if (!buf || *len < n)
-            st = ND_BUFFER_OVERFLOW;
-        *len = n;
-    }
-    pthread_mutex_unlock(&c->lock);
-    return st;
-}
-
-ND_API nd_status nd_connector_get_local_address(nd_connector *c, struct sockaddr *addr, uint32_t *len)
-{
-    nd_status st;
-
-    if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
-    pthread_mutex_lock(&c->lock);
-    if (c->state == ND_CS_IDLE || c->state == ND_CS_QUEUED)
-        st = ND_CONNECTION_INVALID;
-    else if (c->state == ND_CS_BOUND && (st = reserve_if_unset(c)) != ND_SUCCESS)
-        ;
-    else
-        st = nd_sockaddr_copy_out(&c->local, addr, len);
-    pthread_mutex_unlock(&c->lock);
-    return st;
-}
-
-ND_API nd_status nd_connector_get_peer_address(nd_connector *c, struct sockaddr *addr, uint32_t *len)
-{
-    nd_status st;
-
-    if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
-    pthread_mutex_lock(&c->lock);
-    switch (c->state) {
-    case ND_CS_REQ_RECEIVED: case ND_CS_REP_RECEIVED: case ND_CS_ACCEPTING: case ND_CS_CONNECTED:
-        st = nd_sockaddr_copy_out(&c->peer, addr, len);
-        break;
-    default:
-        st = ND_CONNECTION_INVALID;
     }
     pthread_mutex_unlock(&c->lock);
     return st;

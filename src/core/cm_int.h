@@ -68,6 +68,13 @@ nd_status nd_adapter_reserve_port(struct nd_adapter *a, const struct sockaddr *w
 /* A connector is done with the port it reserved that way: keep it for the next, or close it. */
 void nd_adapter_release_port(struct nd_adapter *a, int fd, const struct sockaddr_storage *bound);
 bool nd_connector_valid(const struct nd_connector *c);
+/* A connector bound to port 0 gets its reservation now (connector lock held). */
+nd_status nd_connector_reserve_if_unset(struct nd_connector *c);
+
+static inline uint32_t nd_clamp_u32(uint32_t v, uint32_t max)
+{
+    return v < max ? v : max;
+}
 /* A fresh connector becomes the target of a GetConnectionRequest, or is released from it. */
 bool nd_connector_queue(struct nd_connector *c, struct nd_adapter *a);
 void nd_connector_unqueue(struct nd_connector *c);
