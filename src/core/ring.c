@@ -31,7 +31,8 @@ void nd_ring_commit(struct nd_ring_producer *p, struct nd_cqe *slot)
     struct nd_ring_hdr *hdr = p->hdr;
     uint32_t arm, gen;
     uint64_t one = 1;
-    /* Read back before publishing: after it the slot is the consumer's to reuse. */
+    /* Decided from what we wrote, before publishing: a peer's ring is memory that peer may
+     * write too, and nothing read from it afterwards is ours. */
     bool solicited = slot->flags & ND_CQE_SOLICITED, failed = slot->status != 0;
 
     p->prod++;
@@ -50,9 +51,9 @@ void nd_ring_commit(struct nd_ring_producer *p, struct nd_cqe *slot)
     if (hdr->signalled_gen == gen)
         return;
     hdr->signalled_gen = gen;
-    /* EAGAIN means the counter is saturated: the fd is readable already. */
-    if (write(p->signal_fd, &one, sizeof(one)) < 0)
-        return;
+    /* A failure is EAGAIN, a saturated counter: the fd is readable already. */
+    ssize_t w = write(p->signal_fd, &one, sizeof(one));
+    (void)w;
 }
 
 int nd_ring_produce(struct nd_ring_producer *p, const struct nd_cqe *cqe)

@@ -182,16 +182,12 @@ static uint32_t payload_iov(const nd_sge *sge, uint32_t nsge, uint64_t off, uint
     return got;
 }
 
-/* Fill in an FPDU's header, pad and CRC around payload already in f->iov[1..]. */
-static void seal(struct iw_conn *c, struct iw_txf *f, struct iw_hdr *h, uint32_t plen)
+/* Pad and CRC around an FPDU whose header (@hl bytes, length field included) is in f->hdr
+ * and whose @plen payload bytes are in f->iov[1..]. */
+static void seal(struct iw_conn *c, struct iw_txf *f, uint32_t hl, uint32_t plen)
 {
-    uint32_t hl, pad;
+    uint32_t pad = iw_pad(hl - 2 + plen);
 
-    h->ulpdu_len = (uint16_t)(iw_hdr_len_for(h->tagged ? IW_DDP_T : 0, h->opcode) + plen);
-    h->ddp_version = IW_DDP_VERSION;
-    h->rdmap_version = IW_RDMAP_VERSION;
-    hl = (uint32_t)iw_hdr_encode(f->hdr, h);
-    pad = iw_pad(h->ulpdu_len);
     f->iov[0] = (struct iovec){ f->hdr, hl };
     memset(f->trailer, 0, sizeof(f->trailer));
     if (c->crc) {
@@ -226,42 +222,37 @@ static uint32_t room(struct iw_conn *c, uint32_t hdr_len)
 static void frame_request(struct iw_conn *c, struct iw_txe *e)
 {
     struct iw_txf *f = txf_new(c);
-    struct iw_hdr h = { 0 };
-    uint32_t plen = 0;
+    uint32_t plen = 0, hl;
+    bool last = true;
 
     if (e->wr.type == ND_REQUEST_TYPE_READ) {
-        h.opcode = IW_OP_READ_REQ;
-        h.qn = IW_QN_READ;
-        h.msn = e->msn;
         /* The sink is ours to name: the first buffer's token and address. */
-        h.rr.sink_stag = e->wr.nsge ? e->wr.sge[0].memory_region_token : 0;
-        h.rr.sink_to = e->wr.nsge ? (uint64_t)(uintptr_t)e->wr.sge[0].buffer : 0;
-        h.rr.size = (uint32_t)e->wr.total;
-        h.rr.src_stag = e->wr.remote_token;
-        h.rr.src_to = e->wr.remote_addr;
+        struct iw_read_req rr = { .sink_stag = e->wr.nsge ? e->wr.sge[0].memory_region_token : 0,
+                                  .sink_to = e->wr.nsge ? (uint64_t)(uintptr_t)e->wr.sge[0].buffer : 0,
+                                  .size = (uint32_t)e->wr.total, .src_stag = e->wr.remote_token,
+                                  .src_to = e->wr.remote_addr };
+
+        hl = (uint32_t)iw_encode_read_req(f->hdr, e->msn, &rr);
     } else {
         bool send = e->wr.type == ND_REQUEST_TYPE_SEND;
-        uint32_t hl = send ? IW_HDR_UNTAGGED : IW_HDR_TAGGED, want = room(c, hl);
+        uint32_t want = room(c, send ? IW_HDR_UNTAGGED : IW_HDR_TAGGED);
+        uint64_t at = e->framed;
 
         if (e->wr.total - e->framed < want)
             want = (uint32_t)(e->wr.total - e->framed);
         plen = payload_iov(e->wr.sge, e->wr.nsge, e->framed, want, f->iov, &f->niov, IW_TXF_IOV - 1);
-        h.tagged = !send;
-        if (send) {
-            h.opcode = e->wr.flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? IW_OP_SEND_SE : IW_OP_SEND;
-            h.qn = IW_QN_SEND;
-            h.msn = e->msn;
-            h.mo = (uint32_t)e->framed;
-        } else {
-            h.opcode = IW_OP_WRITE;
-            h.stag = e->wr.remote_token;
-            h.to = e->wr.remote_addr + e->framed;
-        }
+        e->framed += plen;
+        last = e->framed == e->wr.total;
+        if (send)
+            hl = (uint32_t)iw_encode_untagged(f->hdr, e->wr.flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? IW_OP_SEND_SE
+                                                                                                   : IW_OP_SEND,
+                                               last, IW_QN_SEND, e->msn, (uint32_t)at, plen);
+        else
+            hl = (uint32_t)iw_encode_tagged(f->hdr, IW_OP_WRITE, last, e->wr.remote_token, e->wr.remote_addr + at,
+                                             plen);
     }
-    e->framed += plen;
-    h.last = e->wr.type == ND_REQUEST_TYPE_READ || e->framed == e->wr.total;
-    seal(c, f, &h, plen);
-    if (h.last) {
+    seal(c, f, hl, plen);
+    if (last) {
         f->ends_txe = (int32_t)(e->wr.index & 0x7fffffff);
         c->cur_txe = -1;
         c->unfenced = e->wr.type != ND_REQUEST_TYPE_READ;
@@ -289,15 +280,13 @@ static uint32_t read_budget(const struct iw_conn *c)
 /* A zero-length Read behind the Sends and Writes framed so far. false: no slot free. */
 static bool frame_fence(struct iw_conn *c)
 {
+    static const struct iw_read_req fence = { .src_stag = FENCE_STAG };
     struct iw_txf *f;
-    struct iw_hdr h = { .opcode = IW_OP_READ_REQ, .qn = IW_QN_READ, .last = true };
 
     if (c->reads_out >= read_budget(c))
         return false;               /* an answer on its way frees one; we fence then */
     f = txf_new(c);
-    h.msn = ++c->msn_read;
-    h.rr.src_stag = FENCE_STAG;
-    seal(c, f, &h, 0);
+    seal(c, f, (uint32_t)iw_encode_read_req(f->hdr, ++c->msn_read, &fence), 0);
     c->txf_count++;
     rdq_push(c, c->tx_next, -1);
     c->unfenced = false;
@@ -308,8 +297,9 @@ static void frame_read_response(struct iw_conn *c)
 {
     struct iw_rresp *r = &c->irq[c->irq_head];
     struct iw_txf *f = txf_new(c);
-    struct iw_hdr h = { .tagged = true, .opcode = IW_OP_READ_RESP, .stag = r->sink_stag, .to = r->sink_to + r->sent };
+    uint64_t to = r->sink_to + r->sent;
     uint32_t want = room(c, IW_HDR_TAGGED);
+    bool last;
     nd_sge src;
 
     if (r->size - r->sent < want)
@@ -326,9 +316,9 @@ static void frame_read_response(struct iw_conn *c)
     }
     payload_iov(&src, 1, 0, want, f->iov, &f->niov, IW_TXF_IOV - 1);
     r->sent += want;
-    h.last = r->sent == r->size;
-    seal(c, f, &h, want);
-    if (h.last) {
+    last = r->sent == r->size;
+    seal(c, f, (uint32_t)iw_encode_tagged(f->hdr, IW_OP_READ_RESP, last, r->sink_stag, to, want), want);
+    if (last) {
         f->ends_rresp = true;
         c->cur_rresp = false;
         c->irq_head = (c->irq_head + 1) % c->irq_cap;
@@ -504,9 +494,9 @@ void iw_tx_pump(struct iw_conn *c)
 void iw_send_rtr(struct iw_conn *c)
 {
     struct iw_txf *f = txf_new(c);
-    struct iw_hdr h = { .tagged = true, .last = true, .opcode = IW_OP_WRITE, .stag = 1 };
 
-    seal(c, f, &h, 0);
+    /* A zero-length Write to STag 1: the RTR siw expects of a peer-to-peer initiator. */
+    seal(c, f, (uint32_t)iw_encode_tagged(f->hdr, IW_OP_WRITE, true, 1, 0, 0), 0);
     c->txf_count++;
     iw_tx_pump(c);
 }
