@@ -6,7 +6,7 @@
  * inline Send, and the polls for its Send's and the peer's Receive's completions, all on
  * one CPU, so the time is the software path alone (a cross-process ping-pong adds the
  * cache-line moves, or loopback TCP, on top). Also the cost of one poll of an empty CQ.
- *   sw_pingpong [-i iterations] [-p port] [--json]
+ *   sw_pingpong [-i iterations] [-p port (0: any)] [--json]
  */
 #include <netdirect/netdirect.h>
 
@@ -63,17 +63,20 @@ static void finish(nd_status st, nd_overlapped *ov, const char *what)
         DIE("%s: %s", what, nd_strerror(st));
 }
 
-static void connect_pair(nd_adapter *a, nd_port *port, struct side s[2], const struct sockaddr_in *addr)
+/* Port 0 in @addr: the listener's own pick (filled in). */
+static void connect_pair(nd_adapter *a, nd_port *port, struct side s[2], struct sockaddr_in *addr)
 {
     nd_overlapped gov = { .flags = ND_OV_FLAG_NO_PORT }, cov = { .flags = ND_OV_FLAG_NO_PORT };
     nd_overlapped aov = { .flags = ND_OV_FLAG_NO_PORT }, ccov = { .flags = ND_OV_FLAG_NO_PORT };
     struct sockaddr_in local = *addr;
+    uint32_t len = sizeof(*addr);
     nd_listener *l;
 
     local.sin_port = 0;
     CHECK(nd_adapter_create_listener(a, port, &l));
     CHECK(nd_listener_bind(l, (const struct sockaddr *)addr, sizeof(*addr)));
     CHECK(nd_listener_listen(l, 0));
+    CHECK(nd_listener_get_local_address(l, (struct sockaddr *)addr, &len));
     nd_status get = nd_listener_get_connection_request(l, s[1].conn, &gov);
     CHECK(nd_connector_bind(s[0].conn, (struct sockaddr *)&local, sizeof(local)));
     nd_status conn = nd_connector_connect(s[0].conn, s[0].qp, (const struct sockaddr *)addr, sizeof(*addr), 0, 0,
