@@ -11,8 +11,6 @@ build=${1:-build}
 RUNS=${RUNS:-3}
 SECONDS_EACH=${SECONDS_EACH:-2}
 ITERS=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
 PORT_BASE=30000
 . "$(dirname "$0")/lib.sh"
 

@@ -12,12 +12,10 @@ build=${1:-build}
 ROUNDS=${ROUNDS:-20}
 ITERS=${ITERS:-200000}
 TCP_ITERS=${TCP_ITERS:-30000}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
 PORT_BASE=28500
 . "$(dirname "$0")/lib.sh"
 
-spin() { "$build/bench/raw_shm_pingpong" -S "$1" -i "$ITERS" --json | field latency_us; }
+spin() { raw_spin "$1" "$ITERS"; }
 tcp() { "$build/bench/raw_tcp" pingpong -S "$1" -i "$2" | field half_rtt_us; }
 nd() {  # <transport> <size> <iterations>
     ND_TRANSPORT=$1 nd_pair nd_pingpong -p -S "$2" -i "$3" | field latency_us

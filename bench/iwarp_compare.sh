@@ -11,8 +11,6 @@ build=${1:-build}
 RUNS=${RUNS:-5}
 ITERS=${ITERS:-50000}
 export ND_TRANSPORT=iwarp
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
 PORT_BASE=29000
 . "$(dirname "$0")/lib.sh"
 

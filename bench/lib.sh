@@ -1,11 +1,16 @@
 # SPDX-License-Identifier: MIT
-# Shared by the bench/*_compare.sh scripts (sourced, POSIX sh). Expects $build, $ITERS
-# and $tmp (a scratch directory) to be set by the script.
+# Shared by the bench scripts (sourced, POSIX sh). Expects $build and $ITERS to be set by
+# the script; makes $tmp, a scratch directory removed at exit with any tool left running.
 export FI_TCP_IFACE=lo FI_NET_IFACE=lo UCX_NET_DEVICES=lo
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "n/a" }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
 field() { sed "s/.*\"$1\":\([-0-9.e+]*\).*/\1/"; }
+# The raw shared-memory spin's half round trip (us) for <size> bytes over <iterations>: the
+# floor of same-host latency, and the sign of where the host put our CPUs (README).
+raw_spin() { "$build/bench/raw_shm_pingpong" -S "$1" -i "$2" --json | field latency_us; }
 
 # A fresh port per run, also from inside pipelines (subshells): the counter lives in a file.
 next_port() {

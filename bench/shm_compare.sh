@@ -11,12 +11,10 @@ set -u
 build=${1:-build}
 RUNS=${RUNS:-5}
 ITERS=${ITERS:-200000}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; kill $(jobs -p) 2>/dev/null' EXIT
 PORT_BASE=28000
 . "$(dirname "$0")/lib.sh"
 
-raw() { "$build/bench/raw_shm_pingpong" -S 8 -i "$ITERS" --json | field latency_us; }
+raw() { raw_spin 8 "$ITERS"; }
 nd() { nd_pair nd_pingpong -S 8 -i "$ITERS" | field latency_us; }
 
 syscalls_per_rt() {

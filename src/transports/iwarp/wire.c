@@ -269,24 +269,14 @@ size_t iw_hdr_encode(uint8_t *out, const struct iw_hdr *h)
     uint8_t *p = out + 2;
     uint16_t n = iw_hdr_len_for(h->tagged ? IW_DDP_T : 0, h->opcode);
 
-    iw_put16(out, h->ulpdu_len);
-    p[0] = (uint8_t)((h->tagged ? IW_DDP_T : 0) | (h->last ? IW_DDP_L : 0) | (h->ddp_version & 3));
-    p[1] = (uint8_t)(h->rdmap_version << 6 | (h->opcode & 0x0f));
+    iw_put_ctrl(out, h->tagged, h->last, h->ddp_version, h->rdmap_version, h->opcode, h->ulpdu_len);
     if (h->tagged) {
-        iw_put32(p + 2, h->stag);
-        iw_put64(p + 6, h->to);
+        iw_put_tagged_fields(out, h->stag, h->to);
         return 2 + n;
     }
-    iw_put32(p + 2, h->inval_stag);
-    iw_put32(p + 6, h->qn);
-    iw_put32(p + 10, h->msn);
-    iw_put32(p + 14, h->mo);
+    iw_put_untagged_fields(out, h->inval_stag, h->qn, h->msn, h->mo);
     if (h->opcode == IW_OP_READ_REQ) {
-        iw_put32(p + 18, h->rr.sink_stag);
-        iw_put64(p + 22, h->rr.sink_to);
-        iw_put32(p + 30, h->rr.size);
-        iw_put32(p + 34, h->rr.src_stag);
-        iw_put64(p + 38, h->rr.src_to);
+        iw_put_read_req_fields(out, &h->rr);
     } else if (h->opcode == IW_OP_TERMINATE) {
         term_ctrl_encode(p + 18, &h->term);
         n = (uint16_t)(n + h->term.attach_len);

@@ -176,52 +176,67 @@ static inline uint32_t iw_get_le32(const uint8_t *p)
 }
 
 /*
- * The data path's headers written straight from their fields: the bytes iw_hdr_encode
- * writes for the same header (test_iw_wire holds them to it), without a decoded header in
- * between. @plen is the payload that follows. Each returns 2 + the header's length.
+ * A header's pieces at their offsets (@out at the MPA length field), shared by
+ * iw_hdr_encode and the data path's writers below, which write a header straight from a
+ * request's fields with no decoded header in between. @plen is the payload that follows;
+ * each writer returns 2 + the header's length.
  */
-static inline void iw_put_ctrl(uint8_t *out, bool tagged, bool last, uint8_t opcode, uint32_t ulpdu)
+static inline void iw_put_ctrl(uint8_t *out, bool tagged, bool last, uint8_t ddp_version, uint8_t rdmap_version,
+                               uint8_t opcode, uint32_t ulpdu)
 {
     iw_put16(out, (uint16_t)ulpdu);
-    out[2] = (uint8_t)((tagged ? IW_DDP_T : 0) | (last ? IW_DDP_L : 0) | IW_DDP_VERSION);
-    out[3] = (uint8_t)(IW_RDMAP_VERSION << 6 | (opcode & 0x0f));
+    out[2] = (uint8_t)((tagged ? IW_DDP_T : 0) | (last ? IW_DDP_L : 0) | (ddp_version & 3));
+    out[3] = (uint8_t)(rdmap_version << 6 | (opcode & 0x0f));
 }
 
-/* Send (any of the four kinds) or the untagged part of others: RsvdULP 0, QN, MSN, MO. */
-static inline size_t iw_encode_untagged(uint8_t *out, uint8_t opcode, bool last, uint32_t qn, uint32_t msn,
-                                        uint32_t mo, uint32_t plen)
+static inline void iw_put_tagged_fields(uint8_t *out, uint32_t stag, uint64_t to)
 {
-    iw_put_ctrl(out, false, last, opcode, IW_HDR_UNTAGGED + plen);
-    iw_put32(out + 4, 0);
+    iw_put32(out + 4, stag);
+    iw_put64(out + 8, to);
+}
+
+/* RsvdULP (the Invalidate STag of Sends with Invalidate), QN, MSN, MO. */
+static inline void iw_put_untagged_fields(uint8_t *out, uint32_t rsvd_ulp, uint32_t qn, uint32_t msn, uint32_t mo)
+{
+    iw_put32(out + 4, rsvd_ulp);
     iw_put32(out + 8, qn);
     iw_put32(out + 12, msn);
     iw_put32(out + 16, mo);
-    return 2 + IW_HDR_UNTAGGED;
 }
 
-/* Write or Read Response: sink STag and tagged offset. */
-static inline size_t iw_encode_tagged(uint8_t *out, uint8_t opcode, bool last, uint32_t stag, uint64_t to,
-                                      uint32_t plen)
+static inline void iw_put_read_req_fields(uint8_t *out, const struct iw_read_req *rr)
 {
-    iw_put_ctrl(out, true, last, opcode, IW_HDR_TAGGED + plen);
-    iw_put32(out + 4, stag);
-    iw_put64(out + 8, to);
-    return 2 + IW_HDR_TAGGED;
-}
-
-/* Read Request (QN 1, MO 0, always the last and only segment of its message). */
-static inline size_t iw_encode_read_req(uint8_t *out, uint32_t msn, const struct iw_read_req *rr)
-{
-    iw_put_ctrl(out, false, true, IW_OP_READ_REQ, IW_HDR_READ_REQ);
-    iw_put32(out + 4, 0);
-    iw_put32(out + 8, IW_QN_READ);
-    iw_put32(out + 12, msn);
-    iw_put32(out + 16, 0);
     iw_put32(out + 20, rr->sink_stag);
     iw_put64(out + 24, rr->sink_to);
     iw_put32(out + 32, rr->size);
     iw_put32(out + 36, rr->src_stag);
     iw_put64(out + 40, rr->src_to);
+}
+
+/* A Send of any of the four kinds, ours (versions 1, RsvdULP 0). */
+static inline size_t iw_encode_untagged(uint8_t *out, uint8_t opcode, bool last, uint32_t qn, uint32_t msn,
+                                        uint32_t mo, uint32_t plen)
+{
+    iw_put_ctrl(out, false, last, IW_DDP_VERSION, IW_RDMAP_VERSION, opcode, IW_HDR_UNTAGGED + plen);
+    iw_put_untagged_fields(out, 0, qn, msn, mo);
+    return 2 + IW_HDR_UNTAGGED;
+}
+
+/* A Write or Read Response: sink STag and tagged offset. */
+static inline size_t iw_encode_tagged(uint8_t *out, uint8_t opcode, bool last, uint32_t stag, uint64_t to,
+                                      uint32_t plen)
+{
+    iw_put_ctrl(out, true, last, IW_DDP_VERSION, IW_RDMAP_VERSION, opcode, IW_HDR_TAGGED + plen);
+    iw_put_tagged_fields(out, stag, to);
+    return 2 + IW_HDR_TAGGED;
+}
+
+/* A Read Request (QN 1, MO 0, always the last and only segment of its message). */
+static inline size_t iw_encode_read_req(uint8_t *out, uint32_t msn, const struct iw_read_req *rr)
+{
+    iw_put_ctrl(out, false, true, IW_DDP_VERSION, IW_RDMAP_VERSION, IW_OP_READ_REQ, IW_HDR_READ_REQ);
+    iw_put_untagged_fields(out, 0, IW_QN_READ, msn, 0);
+    iw_put_read_req_fields(out, rr);
     return 2 + IW_HDR_READ_REQ;
 }
 
