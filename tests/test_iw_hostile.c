@@ -7,71 +7,13 @@
  * receive (or time its requests out) within a bound, and where the fault is the peer's
  * bytes the peer must get a Terminate before the close. Nothing may crash or hang.
  */
-#include "t_conn.h"
-#include "transports/iwarp/wire.h"
-
-#include <netinet/tcp.h>
+#include "t_iwpeer.h"
 
 enum scenario { GARBAGE, SHORT_ULPDU, BAD_OPCODE, BAD_STAG, BAD_CRC, TRUNCATED, STOPS_READING, RESET, NCASES };
 static const char *const names[] = { "garbage", "short-ulpdu", "unknown-opcode", "bad-stag", "bad-crc", "truncated",
                                      "stops-reading", "tcp-reset" };
 
 #define CM_TIMEOUT_MS 1000          /* ND_CM_TIMEOUT_MS for this test */
-
-static int dial(uint16_t port)
-{
-    struct sockaddr_in sin = t_ipv4(t_my_ip(), port);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-
-    CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return fd;
-}
-
-static void read_exact(int fd, uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t r = read(fd, p, n);
-
-        CHECK(r > 0);
-        p += r;
-        n -= (size_t)r;
-    }
-}
-
-/* MPA request (rev 2, the RFC 6581 block, no P2P), then the reply. */
-static void handshake(int fd, bool crc)
-{
-    struct mpa_frame f = { .reply = false, .flags = crc ? MPA_FLAG_CRC : 0, .rev = 2, .enhanced = true,
-                           .ird_word = 8, .ord_word = 8 };
-    uint8_t buf[MPA_FRAME_HDR + MPA_MAX_PD_RX];
-    size_t n = mpa_encode(buf, sizeof(buf), &f), total;
-
-    CHECK(n && write(fd, buf, n) == (ssize_t)n);
-    read_exact(fd, buf, MPA_FRAME_HDR);
-    total = mpa_frame_len(buf);
-    CHECK(total >= MPA_FRAME_HDR && total <= sizeof(buf));
-    read_exact(fd, buf + MPA_FRAME_HDR, total - MPA_FRAME_HDR);
-    CHECK(mpa_parse(buf, total, true, &f) == (int)total && !(f.flags & MPA_FLAG_REJECT));
-    CHECK(!!(f.flags & MPA_FLAG_CRC) == crc);
-}
-
-/* One FPDU: header @h, @plen payload bytes of 0x5a, pad, then the CRC (or @bad_crc). */
-static size_t fpdu(uint8_t *out, struct iw_hdr *h, uint32_t plen, bool crc, bool bad_crc)
-{
-    size_t n;
-
-    h->ddp_version = IW_DDP_VERSION;
-    h->rdmap_version = IW_RDMAP_VERSION;
-    h->ulpdu_len = (uint16_t)(iw_hdr_len_for(h->tagged ? IW_DDP_T : 0, h->opcode) + plen);
-    n = iw_hdr_encode(out, h);
-    memset(out + n, 0x5a, plen);
-    n += plen;
-    memset(out + n, 0, iw_pad(h->ulpdu_len));
-    n += iw_pad(h->ulpdu_len);
-    iw_put_le32(out + n, bad_crc ? 0x12345678u : crc ? iw_crc32c(out, n) : 0);
-    return n + 4;
-}
 
 /* Read what we send until the close; true if a Terminate came first. */
 static bool saw_terminate(int fd)
@@ -95,13 +37,13 @@ static bool saw_terminate(int fd)
 
 static void hostile_peer(uint16_t port, enum scenario scen, int go_rd)
 {
-    int fd = dial(port);
+    int fd = t_iw_dial(port);
     uint8_t frame[256];
     struct iw_hdr h = { .last = true };
     size_t n = 0;
     char c;
 
-    handshake(fd, scen == BAD_CRC);
+    t_iw_handshake(fd, scen == BAD_CRC);
     switch (scen) {
     case GARBAGE:
         memset(frame, 0xff, n = 64);
@@ -111,24 +53,24 @@ static void hostile_peer(uint16_t port, enum scenario scen, int go_rd)
         break;
     case BAD_OPCODE:
         h.opcode = 9;
-        n = fpdu(frame, &h, 0, false, false);
+        n = t_iw_fpdu(frame, &h, NULL, 0, false, false);
         break;
     case BAD_STAG:
         h.tagged = true;
         h.opcode = IW_OP_WRITE;
         h.stag = 0xdeadbe01;
         h.to = 0x1000;
-        n = fpdu(frame, &h, 8, false, false);
+        n = t_iw_fpdu(frame, &h, NULL, 8, false, false);
         break;
     case BAD_CRC:
         h.opcode = IW_OP_SEND;
         h.msn = 1;
-        n = fpdu(frame, &h, 8, true, true);
+        n = t_iw_fpdu(frame, &h, NULL, 8, true, true);
         break;
     case TRUNCATED:
         h.opcode = IW_OP_SEND;
         h.msn = 1;
-        fpdu(frame, &h, 64, false, false);
+        t_iw_fpdu(frame, &h, NULL, 64, false, false);
         n = 10;
         break;
     case STOPS_READING:
@@ -136,7 +78,7 @@ static void hostile_peer(uint16_t port, enum scenario scen, int go_rd)
         h.tagged = true;            /* a zero-length Write (an RTR): the connection is up */
         h.opcode = IW_OP_WRITE;
         h.stag = 1;
-        n = fpdu(frame, &h, 0, false, false);
+        n = t_iw_fpdu(frame, &h, NULL, 0, false, false);
         break;
     default:
         exit(1);
@@ -249,7 +191,7 @@ static void silent_dialers(void)
     CHECK(silent >= 0);
     if (silent == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int quiet = dial(port), half = dial(port);
+        int quiet = t_iw_dial(port), half = t_iw_dial(port);
         uint64_t t0 = t_now_ms();
 
         CHECK(write(half, half_request, sizeof(half_request)) == (ssize_t)sizeof(half_request));
@@ -313,7 +255,7 @@ static void mute_responder(void)
         int fd = accept(lfd, NULL, NULL);
         uint8_t req[MPA_FRAME_HDR];
 
-        read_exact(fd, req, sizeof(req));       /* the request's header: then silence */
+        t_iw_read_exact(fd, req, sizeof(req));       /* the request's header: then silence */
         CHECK(read(go[0], &c, 1) == 1);
         _exit(0);
     }

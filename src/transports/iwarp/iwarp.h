@@ -143,6 +143,7 @@ struct iw_conn {
     uint32_t rx_left;               /* payload bytes of it still to come */
     uint32_t rx_seg_off;            /* payload bytes of it placed so far */
     uint32_t rx_crc;
+    uint8_t rx_bulk;                /* > 0: a bulk stream (see iw_rx.c, stream_ask) */
     uint32_t expect_msn_send, expect_msn_read;
     uint32_t next_recv;             /* the QP's next posted receive to fill */
     bool msg_open;                  /* an untagged Send message is in progress */
