@@ -339,8 +339,12 @@ static bool on_fpdu_end(struct iw_conn *c)
 
 /* Payload worth a read of its own straight into its destination. */
 #define IW_DIRECT_MIN 4096u
+/* FPDU payload from which the stream counts as bulk: copying this much costs about what the
+ * extra read per FPDU that bulk reading takes does (a system call is ~1 us here). */
+#define IW_BULK_MIN 16384u
 /* Short FPDUs after a bulk one before reads go back to filling the stream buffer: a
- * message's last FPDU is short (1 MiB is 16 full FPDUs and 896 bytes on loopback). */
+ * message's last FPDU is short (on loopback here 1 MiB is 32 FPDUs of 32,748 bytes and one
+ * of 640). */
 #define IW_BULK_GRACE 2u
 /* What may follow bulk payload up to the end of the next header: pad, CRC, MPA length, header. */
 #define IW_TAIL_ASK (3u + 4u + 2u + IW_MAX_HDR)
@@ -366,7 +370,7 @@ static void take_payload(struct iw_conn *c, const uint8_t *p, uint32_t n)
 /* Zero-length FPDUs (fences, their answers) between bulk ones do not end a bulk stream. */
 static void note_payload_size(struct iw_conn *c)
 {
-    if (c->rx_left >= IW_DIRECT_MIN)
+    if (c->rx_left >= IW_BULK_MIN)
         c->rx_bulk = IW_BULK_GRACE;
     else if (c->rx_left && c->rx_bulk)
         c->rx_bulk--;
@@ -432,9 +436,10 @@ static bool feed(struct iw_conn *c)
 }
 
 /* Bulk payload goes from the socket straight into its destination, with no bounce; what
- * follows it (the trailer and the next header, no more: a larger tail would pull the next
- * FPDU's payload through the stream buffer and copy it twice) lands in the stream buffer in
- * the same call. Called with the stream buffer empty. */
+ * follows it lands in the stream buffer in the same call. In a bulk stream that tail ends
+ * with the next header: more would pull the next FPDU's payload through the buffer and copy
+ * it twice. Otherwise it is the whole buffer, many small FPDUs a call. Called with the
+ * stream buffer empty. */
 static ssize_t recv_direct(struct iw_conn *c, size_t *asked)
 {
     uint32_t len = 0;
@@ -446,8 +451,8 @@ static ssize_t recv_direct(struct iw_conn *c, size_t *asked)
     if (!dst)
         return -2;
     iov[0] = (struct iovec){ dst, len };
-    iov[1] = (struct iovec){ c->rxbuf, IW_TAIL_ASK };
-    *asked = (size_t)len + IW_TAIL_ASK;
+    iov[1] = (struct iovec){ c->rxbuf, c->rx_bulk ? IW_TAIL_ASK : IW_RXBUF };
+    *asked = (size_t)len + iov[1].iov_len;
     n = recvmsg(c->sock, &mh, MSG_DONTWAIT);
     if (n > 0) {
         uint32_t placed = (uint32_t)n < len ? (uint32_t)n : len;
@@ -501,8 +506,8 @@ void iw_rx_pump(struct iw_conn *c)
             return;                 /* stalled on a receive, or the connection ended */
         if (drained)
             return;
-        /* In a bulk FPDU even a short remainder goes direct: the call is made either way. */
-        if (c->rx_state == RX_PAYLOAD && c->rx_lo == c->rx_hi && c->rx_bulk)
+        /* In a bulk stream even a short remainder goes direct: the call is made either way. */
+        if (c->rx_state == RX_PAYLOAD && c->rx_lo == c->rx_hi && (c->rx_bulk || c->rx_left >= IW_DIRECT_MIN))
             n = recv_direct(c, &asked);
         if (n == -2) {
             if (c->rx_lo && c->rx_hi == IW_RXBUF) {
