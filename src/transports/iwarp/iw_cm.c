@@ -250,17 +250,6 @@ nd_status iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect)
     return ND_SUCCESS;
 }
 
-static uint32_t path_fpdu_max(int sock)
-{
-    int mss = 0;
-    socklen_t len = sizeof(mss);
-    uint32_t max = (2 + IW_FPDU_MAX_ULPDU + 3 + 4) & ~7u;
-
-    if (getsockopt(sock, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss < 256)
-        mss = 1448;
-    return (uint32_t)mss < max ? (uint32_t)mss & ~7u : max;
-}
-
 nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
                     bool active)
 {
@@ -282,7 +271,8 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     c->ord = ord;
     c->peer_ird = m->ird;
     c->timeout_ns = (uint64_t)iw_timeout_ms() * 1000000;
-    c->fpdu_max = path_fpdu_max(c->sock);
+    c->fpdu_max = iw_path_fpdu_max(c->sock);
+    c->mss_checked_ns = nd_coarse_ns();
     nd_qp_set_connected(qp, &iwarp_transport, c);
     st = iw_engine_add(qp->adapter, c);
     if (st != ND_SUCCESS) {

@@ -14,6 +14,8 @@
 #include "core/srq_int.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -218,6 +220,41 @@ static uint32_t room(struct iw_conn *c, uint32_t hdr_len)
     return (c->fpdu_max - 2 - hdr_len - 4) & ~3u;
 }
 
+/* The largest FPDU for @sock now: TCP's current MSS rounded down to 8, within MPA's limit. */
+uint32_t iw_path_fpdu_max(int sock)
+{
+    int mss = 0;
+    socklen_t len = sizeof(mss);
+    uint32_t max = (2 + IW_FPDU_MAX_ULPDU + 3 + 4) & ~7u;
+
+    if (getsockopt(sock, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss < 256)
+        mss = 1448;
+    return (uint32_t)mss < max ? (uint32_t)mss & ~7u : max;
+}
+
+/*
+ * FPDUs follow TCP's current MSS, which changes during a connection (on loopback 32,768
+ * while the window is small, 65,483 once it opened: iwarp-wire.md §7.3), as siw's do. It is
+ * asked again when a message of @bytes that needs more than one FPDU starts (never inside
+ * a message: its DDP segments keep one size), at most every IW_MSS_RECHECK_NS (the
+ * getsockopt is a system call).
+ */
+static void follow_mss(struct iw_conn *c, uint64_t bytes)
+{
+    uint64_t now;
+    uint32_t was = c->fpdu_max;
+
+    if (bytes <= room(c, IW_HDR_UNTAGGED))
+        return;
+    now = nd_coarse_ns();
+    if (now - c->mss_checked_ns < IW_MSS_RECHECK_NS)
+        return;
+    c->mss_checked_ns = now;
+    c->fpdu_max = iw_path_fpdu_max(c->sock);
+    if (c->fpdu_max != was)
+        nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "FPDU size %u -> %u bytes (TCP's MSS)", was, c->fpdu_max);
+}
+
 /* The next FPDU of request @e. */
 static void frame_request(struct iw_conn *c, struct iw_txe *e)
 {
@@ -358,8 +395,10 @@ static bool start_next(struct iw_conn *c)
         e->msn = ++c->msn_read;
         rdq_push(c, e->wr.index, (int32_t)(e->wr.index & 0x7fffffff));
         c->unfenced = false;        /* its response confirms everything before it */
-    } else if (e->wr.type == ND_REQUEST_TYPE_SEND) {
-        e->msn = ++c->msn_send;
+    } else {
+        if (e->wr.type == ND_REQUEST_TYPE_SEND)
+            e->msn = ++c->msn_send;
+        follow_mss(c, e->wr.total);
     }
     c->tx_next++;
     c->cur_txe = (int32_t)(e->wr.index & 0x7fffffff);
@@ -375,8 +414,10 @@ static void frame_all(struct iw_conn *c)
             frame_read_response(c);
         else if (c->cur_txe >= 0)
             frame_request(c, txe_at(c, (uint32_t)c->cur_txe));
-        else if (c->irq_count)
+        else if (c->irq_count) {
             c->cur_rresp = true;
+            follow_mss(c, c->irq[c->irq_head].size);
+        }
         else if (!start_next(c) && !(c->unfenced && frame_fence(c)))
             break;
     }

@@ -19,6 +19,7 @@
 #define IW_RXBUF 65536u
 #define IW_TXLIN 2048u              /* a batch this small is copied into one buffer: one iovec */
 #define IW_RNR_TIMEOUT_NS (100ull * 1000000)    /* a Send waits this long for a receive */
+#define IW_MSS_RECHECK_NS (10ull * 1000000)     /* how often FPDU sizing asks TCP's MSS again */
 /* ND_IWARP_TIMEOUT_MS: how long a peer may leave our bytes unacknowledged (TCP) or our
  * Reads and fences unanswered before the connection ends with ND_IO_TIMEOUT. */
 uint32_t iw_timeout_ms(void);
@@ -110,7 +111,8 @@ struct iw_conn {
     uint32_t term_index;            /* that request's queue index */
     uint32_t ird, ord;
     uint32_t peer_ird;              /* the IRD the peer advertised: bounds Reads and fences */
-    uint32_t fpdu_max;              /* FPDU bytes: the path MSS rounded down to 8 */
+    uint32_t fpdu_max;              /* FPDU bytes: TCP's current MSS rounded down to 8 */
+    uint64_t mss_checked_ns;        /* when it was last asked (coarse clock) */
     /* initiator side */
     struct iw_txe *txq;             /* iq_entries, at index & mask */
     nd_sge *txq_sges;
@@ -185,6 +187,7 @@ enum hdr_verdict iw_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, u
 /* iw_data.c: called with the QP lock held */
 nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp);
 void iw_conn_free(struct iw_conn *c);
+uint32_t iw_path_fpdu_max(int sock);
 void iw_tx_pump(struct iw_conn *c);
 void iw_rx_pump(struct iw_conn *c);
 /* Queue a zero-length RDMA Write to STag 1: the RTR frame of peer-to-peer start-up. */
