@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Our FPDUs follow TCP's current MSS (iwarp-wire.md §3.2, §7.3): never larger than it, and
- * larger ones once it grew (on loopback it starts at 32,768 while the window is small and
- * grows to 65,483). A forked raw-TCP peer reads every FPDU we send, answers our fences, and
- * reports the largest; our side writes 256 KiB messages for a while, then its FPDU size
- * must be what TCP_MAXSEG says now.
+ * Our FPDUs follow TCP's current MSS (iwarp-wire.md §3.2, §7.3) up to ND_IWARP_FPDU_MAX:
+ * never larger than either, and larger ones once the MSS grew (on loopback it starts at
+ * 32,768 while the window is small and grows to 65,483). A forked raw-TCP peer reads every
+ * FPDU we send, answers our fences, and reports the largest; our side writes 256 KiB
+ * messages for a while, then its FPDU size must be what TCP_MAXSEG and the knob say now.
+ * Run with the default knob (32 KiB) and with MPA's limit (the MSS alone decides).
  */
 #include "t_iwpeer.h"
 #include "core/qp_int.h"
@@ -59,7 +60,7 @@ static void peer(uint16_t port, int report_wr)
     close(fd);
 }
 
-/* Our connection's FPDU size now, and what TCP_MAXSEG gives for its socket. */
+/* Our connection's FPDU size now, and what TCP_MAXSEG and the knob give for it. */
 static void fpdu_sizes(nd_qp *qp, uint32_t *used, uint32_t *path)
 {
     pthread_mutex_lock(&qp->lock);
@@ -67,11 +68,11 @@ static void fpdu_sizes(nd_qp *qp, uint32_t *used, uint32_t *path)
 
     CHECK(c != NULL);
     *used = c->fpdu_max;
-    *path = iw_path_fpdu_max(c->sock);
+    *path = iw_path_fpdu_max(c->sock, iw_fpdu_cap());
     pthread_mutex_unlock(&qp->lock);
 }
 
-int main(void)
+static void run(const char *knob)
 {
     struct t_side s;
     struct report rep;
@@ -79,7 +80,10 @@ int main(void)
     int rp[2];
     uint32_t start, used, path, msgs = 0;
 
-    setenv("ND_TRANSPORT", "iwarp", 1);
+    if (knob)
+        setenv("ND_IWARP_FPDU_MAX", knob, 1);
+    else
+        unsetenv("ND_IWARP_FPDU_MAX");
     t_side_open(&s, MSG, 4, 1);
     uint16_t port = t_listen(&s);
     CHECK(pipe(rp) == 0);
@@ -109,7 +113,15 @@ int main(void)
     close(rp[0]);
     /* Nothing larger than the size in force; that size is what TCP says; the peer saw it. */
     CHECK(rep.count > msgs && rep.largest <= used && rep.largest > used - 64);
-    printf("%u messages of %u KiB: FPDUs of %u bytes at first, %u later (TCP_MAXSEG now allows %u); "
-           "largest seen %u\n", msgs, MSG >> 10, start, used, path, rep.largest);
+    CHECK(used <= (knob ? 65544u : 32768u));
+    printf("ND_IWARP_FPDU_MAX %-7s %u messages of %u KiB: FPDUs of %u bytes at first, %u later (now allowed: "
+           "%u); largest seen %u\n", knob ? knob : "unset:", msgs, MSG >> 10, start, used, path, rep.largest);
+}
+
+int main(void)
+{
+    setenv("ND_TRANSPORT", "iwarp", 1);
+    run(NULL);
+    run("65544");
     return 0;
 }

@@ -22,6 +22,9 @@ static const struct {
                              "a connection handshake the peer leaves unanswered this long (no reply to a "
                              "Connect, no CompleteConnect after an Accept, no request from a new connection): "
                              "Connect or Accept completes ND_IO_TIMEOUT" },
+    [ND_KNOB_IW_FPDU_MAX] = { "ND_IWARP_FPDU_MAX", "32768",
+                              "the largest iWARP FPDU we send, bytes (256-65544); TCP's current MSS, when "
+                              "smaller, wins" },
 };
 
 const char *nd_env(enum nd_knob knob)

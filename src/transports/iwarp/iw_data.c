@@ -220,22 +220,21 @@ static uint32_t room(struct iw_conn *c, uint32_t hdr_len)
     return (c->fpdu_max - 2 - hdr_len - 4) & ~3u;
 }
 
-/* The largest FPDU for @sock now: TCP's current MSS rounded down to 8, within MPA's limit. */
-uint32_t iw_path_fpdu_max(int sock)
+/* The largest FPDU for @sock now: TCP's current MSS or @cap, the smaller, rounded down to 8. */
+uint32_t iw_path_fpdu_max(int sock, uint32_t cap)
 {
     int mss = 0;
     socklen_t len = sizeof(mss);
-    uint32_t max = (2 + IW_FPDU_MAX_ULPDU + 3 + 4) & ~7u;
 
     if (getsockopt(sock, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss < 256)
         mss = 1448;
-    return (uint32_t)mss < max ? (uint32_t)mss & ~7u : max;
+    return ((uint32_t)mss < cap ? (uint32_t)mss : cap) & ~7u;
 }
 
 /*
  * FPDUs follow TCP's current MSS, which changes during a connection (on loopback 32,768
- * while the window is small, 65,483 once it opened: iwarp-wire.md §7.3), as siw's do. It is
- * asked again when a message of @bytes that needs more than one FPDU starts (never inside
+ * while the window is small, 65,483 once it opened: iwarp-wire.md §7.3; a path whose MTU
+ * drops lowers it), as siw's do. It is asked again when a message of @bytes that needs more than one FPDU starts (never inside
  * a message: its DDP segments keep one size), at most every IW_MSS_RECHECK_NS (the
  * getsockopt is a system call).
  */
@@ -250,7 +249,7 @@ static void follow_mss(struct iw_conn *c, uint64_t bytes)
     if (now - c->mss_checked_ns < IW_MSS_RECHECK_NS)
         return;
     c->mss_checked_ns = now;
-    c->fpdu_max = iw_path_fpdu_max(c->sock);
+    c->fpdu_max = iw_path_fpdu_max(c->sock, c->fpdu_cap);
     if (c->fpdu_max != was)
         nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "FPDU size %u -> %u bytes (TCP's MSS)", was, c->fpdu_max);
 }

@@ -337,18 +337,6 @@ static bool on_fpdu_end(struct iw_conn *c)
     return !c->dead;
 }
 
-/* Payload worth a read of its own straight into its destination. */
-#define IW_DIRECT_MIN 4096u
-/* FPDU payload from which the stream counts as bulk: copying this much costs about what the
- * extra read per FPDU that bulk reading takes does (a system call is ~1 us here). */
-#define IW_BULK_MIN 16384u
-/* Short FPDUs after a bulk one before reads go back to filling the stream buffer: a
- * message's last FPDU is short (on loopback here 1 MiB is 32 FPDUs of 32,748 bytes and one
- * of 640). */
-#define IW_BULK_GRACE 2u
-/* What may follow bulk payload up to the end of the next header: pad, CRC, MPA length, header. */
-#define IW_TAIL_ASK (3u + 4u + 2u + IW_MAX_HDR)
-
 static void take_payload(struct iw_conn *c, const uint8_t *p, uint32_t n)
 {
     while (n) {
@@ -365,15 +353,6 @@ static void take_payload(struct iw_conn *c, const uint8_t *p, uint32_t n)
         c->rx_left -= k;
         c->rx_seg_off += k;
     }
-}
-
-/* Zero-length FPDUs (fences, their answers) between bulk ones do not end a bulk stream. */
-static void note_payload_size(struct iw_conn *c)
-{
-    if (c->rx_left >= IW_BULK_MIN)
-        c->rx_bulk = IW_BULK_GRACE;
-    else if (c->rx_left && c->rx_bulk)
-        c->rx_bulk--;
 }
 
 /* Parse what the buffer holds. false: stop reading (stalled or the connection ended). */
@@ -401,7 +380,6 @@ static bool feed(struct iw_conn *c)
             c->rx_lo += (uint32_t)r;
             c->rx_left = c->rh.ulpdu_len - c->rh.hdr_len;
             c->rx_seg_off = 0;
-            note_payload_size(c);
             c->rx_state = c->rx_left ? RX_PAYLOAD : RX_TRAILER;
         } else if (c->rx_state == RX_PAYLOAD) {
             uint32_t n = avail < c->rx_left ? avail : c->rx_left;
@@ -436,10 +414,8 @@ static bool feed(struct iw_conn *c)
 }
 
 /* Bulk payload goes from the socket straight into its destination, with no bounce; what
- * follows it lands in the stream buffer in the same call. In a bulk stream that tail ends
- * with the next header: more would pull the next FPDU's payload through the buffer and copy
- * it twice. Otherwise it is the whole buffer, many small FPDUs a call. Called with the
- * stream buffer empty. */
+ * follows it (the trailer, the next headers) lands in the stream buffer in the same call.
+ * Called with the stream buffer empty. */
 static ssize_t recv_direct(struct iw_conn *c, size_t *asked)
 {
     uint32_t len = 0;
@@ -451,8 +427,8 @@ static ssize_t recv_direct(struct iw_conn *c, size_t *asked)
     if (!dst)
         return -2;
     iov[0] = (struct iovec){ dst, len };
-    iov[1] = (struct iovec){ c->rxbuf, c->rx_bulk ? IW_TAIL_ASK : IW_RXBUF };
-    *asked = (size_t)len + iov[1].iov_len;
+    iov[1] = (struct iovec){ c->rxbuf, IW_RXBUF };
+    *asked = (size_t)len + IW_RXBUF;
     n = recvmsg(c->sock, &mh, MSG_DONTWAIT);
     if (n > 0) {
         uint32_t placed = (uint32_t)n < len ? (uint32_t)n : len;
@@ -467,22 +443,6 @@ static ssize_t recv_direct(struct iw_conn *c, size_t *asked)
         c->rx_hi = (uint32_t)n - placed;
     }
     return n;
-}
-
-/*
- * How much a read into the stream buffer asks for. Small FPDUs: all the room there is, many
- * FPDUs a call. In a bulk stream: up to the next header, so that the payload behind it is
- * read by recv_direct into its destination rather than through the buffer.
- */
-static size_t stream_ask(const struct iw_conn *c)
-{
-    size_t room = IW_RXBUF - c->rx_hi, pending = c->rx_hi - c->rx_lo, want;
-
-    if (!c->rx_bulk)
-        return room;
-    want = (c->rx_state == RX_PAYLOAD ? c->rx_left : 0) + IW_TAIL_ASK;
-    want = want > pending ? want - pending : 1;
-    return want < room ? want : room;
 }
 
 /*
@@ -506,8 +466,7 @@ void iw_rx_pump(struct iw_conn *c)
             return;                 /* stalled on a receive, or the connection ended */
         if (drained)
             return;
-        /* In a bulk stream even a short remainder goes direct: the call is made either way. */
-        if (c->rx_state == RX_PAYLOAD && c->rx_lo == c->rx_hi && (c->rx_bulk || c->rx_left >= IW_DIRECT_MIN))
+        if (c->rx_state == RX_PAYLOAD && c->rx_lo == c->rx_hi && c->rx_left >= 4096)
             n = recv_direct(c, &asked);
         if (n == -2) {
             if (c->rx_lo && c->rx_hi == IW_RXBUF) {
@@ -515,7 +474,7 @@ void iw_rx_pump(struct iw_conn *c)
                 c->rx_hi -= c->rx_lo;
                 c->rx_lo = 0;
             }
-            asked = stream_ask(c);
+            asked = IW_RXBUF - c->rx_hi;
             n = recv(c->sock, c->rxbuf + c->rx_hi, asked, MSG_DONTWAIT);
             if (n > 0)
                 c->rx_hi += (uint32_t)n;

@@ -111,7 +111,8 @@ struct iw_conn {
     uint32_t term_index;            /* that request's queue index */
     uint32_t ird, ord;
     uint32_t peer_ird;              /* the IRD the peer advertised: bounds Reads and fences */
-    uint32_t fpdu_max;              /* FPDU bytes: TCP's current MSS rounded down to 8 */
+    uint32_t fpdu_max;              /* FPDU bytes: TCP's current MSS or fpdu_cap, rounded down to 8 */
+    uint32_t fpdu_cap;              /* ND_IWARP_FPDU_MAX, read at attach */
     uint64_t mss_checked_ns;        /* when it was last asked (coarse clock) */
     /* initiator side */
     struct iw_txe *txq;             /* iq_entries, at index & mask */
@@ -145,7 +146,6 @@ struct iw_conn {
     uint32_t rx_left;               /* payload bytes of it still to come */
     uint32_t rx_seg_off;            /* payload bytes of it placed so far */
     uint32_t rx_crc;
-    uint8_t rx_bulk;                /* > 0: a bulk stream (see iw_rx.c, stream_ask) */
     uint32_t expect_msn_send, expect_msn_read;
     uint32_t next_recv;             /* the QP's next posted receive to fill */
     bool msg_open;                  /* an untagged Send message is in progress */
@@ -187,7 +187,8 @@ enum hdr_verdict iw_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, u
 /* iw_data.c: called with the QP lock held */
 nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp);
 void iw_conn_free(struct iw_conn *c);
-uint32_t iw_path_fpdu_max(int sock);
+uint32_t iw_fpdu_cap(void);
+uint32_t iw_path_fpdu_max(int sock, uint32_t cap);
 void iw_tx_pump(struct iw_conn *c);
 void iw_rx_pump(struct iw_conn *c);
 /* Queue a zero-length RDMA Write to STag 1: the RTR frame of peer-to-peer start-up. */
