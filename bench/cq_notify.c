@@ -30,7 +30,7 @@ static int counter_fd = -1;
 
 static void counter_start(void)
 {
-    tool_counter_start(counter_fd);
+    counter_fd = tool_counter_start();
 }
 
 /* Raw count, the disable call included: the empty-loop baseline takes it out. */
@@ -38,6 +38,7 @@ static uint64_t counter_stop(void)
 {
     long long v = tool_counter_stop(counter_fd);
 
+    counter_fd = -1;
     return v < 0 ? 0 : (uint64_t)v + 1;
 }
 
@@ -58,13 +59,16 @@ static void report(const char *name, uint64_t calls, uint64_t t0, uint64_t t1, u
                (double)(t1 - t0) / n);
 }
 
+/* The clock is read inside the counter's life: opening and closing it register and
+ * unregister a tracepoint, milliseconds each. */
 #define MEASURE(name, n, body)                                            \
     do {                                                                  \
-        uint64_t t0_ = nd_now_ns();                                       \
         counter_start();                                                  \
+        uint64_t t0_ = nd_now_ns();                                       \
         for (uint32_t i_ = 0; i_ < (n); i_++) { body; }                   \
+        uint64_t t1_ = nd_now_ns();                                       \
         uint64_t c_ = counter_stop();                                     \
-        report(name, c_, t0_, nd_now_ns(), n);                            \
+        report(name, c_, t0_, t1_, n);                                    \
     } while (0)
 
 static enum nd_xlate bench_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
@@ -93,8 +97,10 @@ int main(int argc, char **argv)
     nd_cq *cq;
 
     json = argc > 1 && !strcmp(argv[1], "--json");
-    counter_fd = tool_syscall_counter();
-    if (counter_fd < 0) {
+    counter_fd = tool_syscall_counter();   /* can we count at all? */
+    if (counter_fd >= 0)
+        close(counter_fd);
+    else {
         fprintf(stderr, "cq_notify: cannot open the raw_syscalls:sys_enter counter (%m); "
                         "run as root with tracefs mounted (bench/cq_notify.sh)\n");
         return 77;
@@ -110,9 +116,8 @@ int main(int argc, char **argv)
     nd_cq_local_producer(cq, hdr, ents, RING, &prod);
 
     MEASURE("empty loop (baseline)", N, __asm__ __volatile__("" ::: "memory"));
-    baseline = counter_stop();   /* the enable/disable ioctls of an empty region */
     counter_start();
-    baseline = counter_stop();
+    baseline = counter_stop();   /* the enable/disable ioctls of an empty region */
     for (uint32_t i = 0; i < N; i++)
         ovs[i].flags = ND_OV_FLAG_NO_PORT;
     MEASURE("arm on an empty CQ", N, if (nd_cq_notify(cq, ND_CQ_NOTIFY_ANY, &ovs[i_]) != ND_PENDING) return 1);

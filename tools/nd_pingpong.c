@@ -95,7 +95,6 @@ int main(int argc, char **argv)
         return 0;
     }
     tool_connect(&e, &o.addr, NULL, NULL);
-    int counter = tool_syscall_counter();   /* -1 (reported as -1) without tracefs or rights */
     nsizes = tool_sizes(&o, sizes);
     if (!o.json)
         printf("%10s %10s %14s %8s %14s %10s\n", "Size", "Iter", "Latency(us)", "CPU(%)", "Bytes/s", "Syscalls/RT");
@@ -111,7 +110,7 @@ int main(int argc, char **argv)
         tool_next(&e);
         /* The first 1000 round trips count system calls (the tracepoint slows each call,
          * so they are not timed) and warm up; the rest are timed. */
-        tool_counter_start(counter);
+        int counter = tool_counter_start();     /* -1 (reported as -1) without tracefs or rights */
         run_size(&e, &o, sizes[i], 1000, true);
         long long calls = tool_counter_stop(counter);
         double t0 = tool_now_us(), c0 = tool_cpu_us();
