@@ -43,15 +43,22 @@ static inline int tool_syscall_counter(void)
     return (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
 }
 
-/* A new counter, counting (-1 without tracefs or rights). */
-static inline int tool_counter_start(void)
+/* Count from now on a counter already open (-1: nothing). */
+static inline void tool_counter_enable(int fd)
 {
-    int fd = tool_syscall_counter();
-
     if (fd >= 0) {
         ioctl(fd, PERF_EVENT_IOC_RESET, 0);
         ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
     }
+}
+
+/* A new counter, counting (-1 without tracefs or rights). Opening registers a tracepoint:
+ * milliseconds, so open early (tool_syscall_counter) where that delay would matter. */
+static inline int tool_counter_start(void)
+{
+    int fd = tool_syscall_counter();
+
+    tool_counter_enable(fd);
     return fd;
 }
 
