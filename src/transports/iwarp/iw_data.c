@@ -234,9 +234,9 @@ uint32_t iw_path_fpdu_max(int sock, uint32_t cap)
 /*
  * FPDUs follow TCP's current MSS, which changes during a connection (on loopback 32,768
  * while the window is small, 65,483 once it opened: iwarp-wire.md §7.3; a path whose MTU
- * drops lowers it), as siw's do. It is asked again when a message of @bytes that needs more than one FPDU starts (never inside
- * a message: its DDP segments keep one size), at most every IW_MSS_RECHECK_NS (the
- * getsockopt is a system call).
+ * drops lowers it), as siw's do, up to ND_IWARP_FPDU_MAX. It is asked again when a message
+ * of @bytes that needs more than one FPDU starts (never inside a message: its DDP segments
+ * keep one size), at most every IW_MSS_RECHECK_NS (the getsockopt is a system call).
  */
 static void follow_mss(struct iw_conn *c, uint64_t bytes)
 {
