@@ -95,16 +95,16 @@ int main(int argc, char **argv)
     nd_port *port;
     nd_result res;
     nd_cq *cq;
+    int probe;
 
     json = argc > 1 && !strcmp(argv[1], "--json");
-    counter_fd = tool_syscall_counter();   /* can we count at all? */
-    if (counter_fd >= 0)
-        close(counter_fd);
-    else {
+    probe = tool_syscall_counter();     /* can we count at all? (each loop opens its own) */
+    if (probe < 0) {
         fprintf(stderr, "cq_notify: cannot open the raw_syscalls:sys_enter counter (%m); "
                         "run as root with tracefs mounted (bench/cq_notify.sh)\n");
         return 77;
     }
+    close(probe);
     memset(hdr, 0, sizeof(*hdr));
     if (nd_open_adapter_by_address((struct sockaddr *)&lo, sizeof(lo), &a) != ND_SUCCESS ||
         nd_port_create(&port) != ND_SUCCESS ||

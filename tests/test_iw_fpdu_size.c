@@ -76,7 +76,6 @@ static void run(const char *knob)
 {
     struct t_side s;
     struct report rep;
-    nd_overlapped ov = { 0 };
     int rp[2];
     uint32_t start, used, path, msgs = 0;
 
@@ -96,8 +95,7 @@ static void run(const char *knob)
         _exit(0);
     }
     close(rp[1]);
-    CHECK_ST(t_wait(nd_listener_get_connection_request(s.l, s.c, &ov), &ov), ND_SUCCESS);
-    CHECK_ST(t_wait(nd_connector_accept(s.c, s.qp, 8, 8, NULL, 0, &ov), &ov), ND_SUCCESS);
+    t_accept(&s, 8, NULL, 0);
     fpdu_sizes(s.qp, &start, &path);
     nd_sge src = { s.buf, MSG, s.token };
     for (uint64_t t0 = t_now_ms(); t_now_ms() - t0 < RUN_MS || msgs < 8; msgs++) {

@@ -108,7 +108,6 @@ static void hostile_peer(uint16_t port, enum scenario scen, int go_rd)
 static void run_case(enum scenario scen)
 {
     struct t_side s;
-    nd_overlapped ov = { 0 };
     int go[2];
     pid_t pid;
     uint16_t port;
@@ -127,8 +126,7 @@ static void run_case(enum scenario scen)
         _exit(0);
     }
     close(go[0]);
-    CHECK_ST(t_wait(nd_listener_get_connection_request(s.l, s.c, &ov), &ov), ND_SUCCESS);
-    CHECK_ST(t_wait(nd_connector_accept(s.c, s.qp, 8, 8, NULL, 0, &ov), &ov), ND_SUCCESS);
+    t_accept(&s, 8, NULL, 0);
     if (scen == RESET)
         CHECK(write(go[1], "r", 1) == 1);
     uint64_t t0 = t_now_ms();

@@ -199,7 +199,6 @@ static void check_region(const struct t_side *s, const uint32_t *where)
 static void run(bool crc, bool engine)
 {
     struct t_side s;
-    nd_overlapped ov = { 0 };
     uint32_t where[NITEMS] = { 0 };
     int done[2], go[2];
     char c;
@@ -219,8 +218,7 @@ static void run(bool crc, bool engine)
     }
     close(done[1]);
     close(go[0]);
-    CHECK_ST(t_wait(nd_listener_get_connection_request(s.l, s.c, &ov), &ov), ND_SUCCESS);
-    CHECK_ST(t_wait(nd_connector_accept(s.c, s.qp, 8, 8, NULL, 0, &ov), &ov), ND_SUCCESS);
+    t_accept(&s, 8, NULL, 0);
     if (engine)                     /* blocked while the peer writes: the engine reads it all */
         CHECK(read(done[0], &c, 1) == 1);
     for (uint32_t got = 0, i = 0; got < sends; got++, i++) {

@@ -404,6 +404,13 @@ static bool start_next(struct iw_conn *c)
     return true;
 }
 
+/* The oldest queued Read Response goes out next, its FPDUs sized now. */
+static void start_read_response(struct iw_conn *c)
+{
+    c->cur_rresp = true;
+    follow_mss(c, c->irq[c->irq_head].size);
+}
+
 /* Frame FPDUs until the ring is full or there is nothing to send. Read Responses go
  * between messages: two messages of one class never interleave (iwarp-wire.md §3.2). */
 static void frame_all(struct iw_conn *c)
@@ -413,10 +420,8 @@ static void frame_all(struct iw_conn *c)
             frame_read_response(c);
         else if (c->cur_txe >= 0)
             frame_request(c, txe_at(c, (uint32_t)c->cur_txe));
-        else if (c->irq_count) {
-            c->cur_rresp = true;
-            follow_mss(c, c->irq[c->irq_head].size);
-        }
+        else if (c->irq_count)
+            start_read_response(c);
         else if (!start_next(c) && !(c->unfenced && frame_fence(c)))
             break;
     }
