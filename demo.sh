@@ -7,8 +7,8 @@
 set -eu
 cd "$(dirname "$0")"
 scripts/deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
-cmake --build build -j"$(nproc)" > build.log 2>&1 || { cat build.log; exit 1; }
+echo "== building: release, profile-guided (scripts/release_build.sh, about a minute)"
+scripts/release_build.sh build
 [ -e /sys/kernel/tracing/events/raw_syscalls ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 port=$((26000 + $$ % 4000))     # below the ephemeral port range
 

@@ -37,6 +37,12 @@ suite build-ci/asan
 build build-ci/tsan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DND_SANITIZE=thread
 TSAN_OPTIONS=die_after_fork=0 suite build-ci/tsan
 
+# The build the benchmarks and the demo run: link-time and (GCC) profile-guided optimised
+# after a training mix on loopback (scripts/release_build.sh), the whole suite against it.
+echo "== build-ci/release (profile-guided)"
+scripts/release_build.sh build-ci/release -DND_WERROR=ON
+suite build-ci/release
+
 echo "== fuzz (${fuzz_seconds}s per target)"
 for f in build-ci/asan/tests/fuzz/fuzz_*; do
     [ -x "$f" ] || continue
