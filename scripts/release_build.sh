@@ -13,10 +13,16 @@ build=${1:?usage: scripts/release_build.sh <build-dir> [cmake options]}
 shift
 options="$*"
 jobs=$(nproc)
-cc=${CC:-gcc}
+cc=$(command -v "${CC:-cc}") || { echo "no C compiler ${CC:-cc}" >&2; exit 1; }
 mkdir -p "$build"
 counts="$(cd "$build" && pwd)/pgo-counts"
 
+# A cache made with another compiler would be thrown away by CMake at the first configure,
+# and the options given with it lost: start such a directory afresh.
+if [ -f "$build/CMakeCache.txt" ] &&
+   ! grep -q "^CMAKE_C_COMPILER:[A-Z]*=$cc\$" "$build/CMakeCache.txt"; then
+    rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
+fi
 configure() {
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" $options "$@" > /dev/null
 }
@@ -24,7 +30,7 @@ compile() {
     cmake --build "$build" -j"$jobs" > "$build.log" 2>&1 || { cat "$build.log"; exit 1; }
 }
 
-if [ "${ND_PGO:-1}" = 0 ] || ! "$cc" --version 2>/dev/null | grep -q "GCC\|gcc"; then
+if [ "${ND_PGO:-1}" = 0 ] || ! "$cc" -v 2>&1 | grep -q "^gcc version"; then
     configure -DND_PGO=OFF
     compile
     exit 0
@@ -61,5 +67,6 @@ for transport in shm iwarp; do
     pair nd_conn -t 1 -d 1
 done
 
+[ -n "$(ls "$counts" 2> /dev/null)" ] || { echo "the training runs left no branch counts in $counts" >&2; exit 1; }
 configure -DND_PGO=USE -DND_PGO_DIR="$counts"
 compile
