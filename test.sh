@@ -39,7 +39,6 @@ TSAN_OPTIONS=die_after_fork=0 suite build-ci/tsan
 
 # The build the benchmarks and the demo run: link-time and (GCC) profile-guided optimised
 # after a training mix on loopback (scripts/release_build.sh), the whole suite against it.
-echo "== build-ci/release (profile-guided)"
 scripts/release_build.sh build-ci/release -DND_WERROR=ON
 suite build-ci/release
 
