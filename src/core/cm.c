@@ -26,7 +26,7 @@ void nd_cm_msg_init(struct nd_cm_msg *m, uint16_t type)
         m->refs[i].fd = -1;
 }
 
-#define CM_SPIN_NS (50ull * 1000)   /* how long a connector wait spins on the bell */
+#define CM_SPIN_NS (50ull * 1000)   /* how long a connector wait spins (bell or socket) */
 
 static void connector_wait(struct nd_ovobj *obj, nd_overlapped *ov);
 static const struct nd_ovobj_ops connector_ov_ops = { .wait = connector_wait };
@@ -398,10 +398,13 @@ static void connector_pump_once(struct nd_connector *c)
  * message it sends once it has our region (REP, RTU, DISC): each handshake step then
  * costs no wake-up (5-35 us on a VM) when the peer answers quickly. The bell is read
  * before the socket, so a message that lands in between is caught by one or the other.
+ * A transport without a bell (iwarp's MPA exchange) is spun on its socket instead, one
+ * non-blocking read a turn: a system call each, but a wake-up costs more than fifty.
  */
 static void connector_spin(struct nd_connector *c, nd_overlapped *ov)
 {
     struct nd_qp *qp = NULL;
+    bool sock_spin = false;
     uint32_t seen = 0;
     uint64_t end;
 
@@ -412,8 +415,16 @@ static void connector_spin(struct nd_connector *c, nd_overlapped *ov)
         qp = c->qp;
         nd_qp_ref(qp);      /* a close on another thread must not free the bell under us */
         seen = atomic_load_explicit(&qp->ctl->cm_bell, memory_order_acquire);
+    } else {
+        sock_spin = c->sock >= 0 && !c->wire_owned;
     }
     pthread_mutex_unlock(&c->lock);
+    if (sock_spin) {
+        for (end = nd_now_ns() + CM_SPIN_NS; nd_ov_is_pending(ov) && nd_now_ns() < end;)
+            connector_pump_once(c);
+        nd_spin_leave();
+        return;
+    }
     if (!qp) {
         nd_spin_leave();
         return;
