@@ -33,6 +33,29 @@ static inline uint32_t open_fds(void)
     return n;
 }
 
+/* What each open descriptor is ("3 socket:[123]" per line), for a failure's report. */
+static inline void print_fds(const char *when)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+
+    CHECK(d != NULL);
+    fprintf(stderr, "descriptors %s:", when);
+    while ((e = readdir(d))) {
+        char path[300], target[256];
+        ssize_t n;
+
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        n = readlink(path, target, sizeof(target) - 1);
+        target[n > 0 ? n : 0] = 0;
+        fprintf(stderr, " %s=%s", e->d_name, target);
+    }
+    fprintf(stderr, "\n");
+    closedir(d);
+}
+
 static inline uint32_t mappings(void)
 {
     FILE *f = fopen("/proc/self/maps", "r");
