@@ -33,15 +33,16 @@ static inline uint32_t open_fds(void)
     return n;
 }
 
-/* What each open descriptor is ("3 socket:[123]" per line), for a failure's report. */
-static inline void print_fds(const char *when)
+/* What each open descriptor is (" 3=socket:[123]" each), into @out, for a failure's report. */
+static inline void fd_listing(char *out, size_t size)
 {
     DIR *d = opendir("/proc/self/fd");
     struct dirent *e;
+    size_t at = 0;
 
-    CHECK(d != NULL);
-    fprintf(stderr, "descriptors %s:", when);
-    while ((e = readdir(d))) {
+    CHECK(d != NULL && size > 0);
+    out[0] = 0;
+    while ((e = readdir(d)) && at < size) {
         char path[300], target[256];
         ssize_t n;
 
@@ -50,9 +51,8 @@ static inline void print_fds(const char *when)
         snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
         n = readlink(path, target, sizeof(target) - 1);
         target[n > 0 ? n : 0] = 0;
-        fprintf(stderr, " %s=%s", e->d_name, target);
+        at += (size_t)snprintf(out + at, size - at, " %s=%s", e->d_name, target);
     }
-    fprintf(stderr, "\n");
     closedir(d);
 }
 

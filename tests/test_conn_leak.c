@@ -175,6 +175,7 @@ int main(void)
     int pp;
     pid_t pid = t_fork_server(server, &pp);
     uint32_t n = conns(), fds0, maps0;
+    static char fds_before[4096];
     long rss0;
 
     CHECK(read(pp, &port, sizeof(port)) == sizeof(port));
@@ -182,8 +183,7 @@ int main(void)
     for (uint32_t i = 0; i < WARMUP; i++)
         one_connection(&e, port, i == WARMUP - 1);
     fds0 = settled_fds();
-    if (getenv("ND_TEST_SHOW_FDS"))
-        print_fds("before");
+    fd_listing(fds_before, sizeof(fds_before));
     maps0 = mappings();
     rss0 = rss_private_kib();
     size_t heap0 = mallinfo2().uordblks;
@@ -192,8 +192,12 @@ int main(void)
         one_connection(&e, port, false);
     uint64_t ms = t_now_ms() - t0;
     uint32_t fds1 = settled_fds(), maps1 = mappings();
-    if (fds1 != fds0)
-        print_fds("at the end");
+    if (fds1 != fds0) {
+        char fds_after[4096];
+
+        fd_listing(fds_after, sizeof(fds_after));
+        fprintf(stderr, "descriptors before:%s\ndescriptors after:%s\n", fds_before, fds_after);
+    }
     long rss1 = rss_private_kib();
     size_t heap1 = mallinfo2().uordblks;
     ep_close(&e);

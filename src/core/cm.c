@@ -393,6 +393,25 @@ static void connector_pump_once(struct nd_connector *c)
     nd_port_deliver(&b);
 }
 
+static void spin_on_bell(struct nd_connector *c, nd_overlapped *ov, struct nd_qp *qp, uint32_t seen)
+{
+    uint64_t end = nd_now_ns() + CM_SPIN_NS;
+
+    connector_pump_once(c);
+    for (uint32_t i = 1; nd_ov_is_pending(ov); i++) {
+        uint32_t bell = atomic_load_explicit(&qp->ctl->cm_bell, memory_order_acquire);
+
+        if (bell != seen) {
+            seen = bell;
+            connector_pump_once(c);
+        } else if (i % 64 == 0 && nd_now_ns() >= end) {
+            break;
+        } else {
+            nd_cpu_relax();
+        }
+    }
+}
+
 /*
  * Before sleeping, spin a moment on our QP's doorbell, which the peer rings after each
  * message it sends once it has our region (REP, RTU, DISC): each handshake step then
@@ -406,7 +425,6 @@ static void connector_spin(struct nd_connector *c, nd_overlapped *ov)
     struct nd_qp *qp = NULL;
     bool sock_spin = false;
     uint32_t seen = 0;
-    uint64_t end;
 
     if (!nd_spin_enter())
         return;
@@ -419,31 +437,13 @@ static void connector_spin(struct nd_connector *c, nd_overlapped *ov)
         sock_spin = c->sock >= 0 && !c->wire_owned;
     }
     pthread_mutex_unlock(&c->lock);
-    if (sock_spin) {
-        for (end = nd_now_ns() + CM_SPIN_NS; nd_ov_is_pending(ov) && nd_now_ns() < end;)
+    if (qp) {
+        spin_on_bell(c, ov, qp, seen);
+        nd_qp_unref(qp);
+    } else if (sock_spin) {
+        for (uint64_t end = nd_now_ns() + CM_SPIN_NS; nd_ov_is_pending(ov) && nd_now_ns() < end;)
             connector_pump_once(c);
-        nd_spin_leave();
-        return;
     }
-    if (!qp) {
-        nd_spin_leave();
-        return;
-    }
-    connector_pump_once(c);
-    end = nd_now_ns() + CM_SPIN_NS;
-    for (uint32_t i = 1; nd_ov_is_pending(ov); i++) {
-        uint32_t bell = atomic_load_explicit(&qp->ctl->cm_bell, memory_order_acquire);
-
-        if (bell != seen) {
-            seen = bell;
-            connector_pump_once(c);
-        } else if (i % 64 == 0 && nd_now_ns() >= end) {
-            break;
-        } else {
-            nd_cpu_relax();
-        }
-    }
-    nd_qp_unref(qp);
     nd_spin_leave();
 }
 

@@ -337,6 +337,9 @@ static bool on_fpdu_end(struct iw_conn *c)
     return !c->dead;
 }
 
+/* Payload worth a read of its own straight into its destination. */
+#define IW_DIRECT_MIN 4096u
+
 static void take_payload(struct iw_conn *c, const uint8_t *p, uint32_t n)
 {
     while (n) {
@@ -466,7 +469,7 @@ void iw_rx_pump(struct iw_conn *c)
             return;                 /* stalled on a receive, or the connection ended */
         if (drained)
             return;
-        if (c->rx_state == RX_PAYLOAD && c->rx_lo == c->rx_hi && c->rx_left >= 4096)
+        if (c->rx_state == RX_PAYLOAD && c->rx_lo == c->rx_hi && c->rx_left >= IW_DIRECT_MIN)
             n = recv_direct(c, &asked);
         if (n == -2) {
             if (c->rx_lo && c->rx_hi == IW_RXBUF) {
