@@ -14,10 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#define HUGE_BYTES (2u << 20)
 #define DIE(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 #define OK(x) do { nd_status s_ = (x); if (ND_FAILED(s_)) DIE("%s: %s", #x, nd_strerror(s_)); } while (0)
 
@@ -50,7 +52,7 @@ static nd_status wait_ov(nd_status st, nd_overlapped *ov)
     return st == ND_PENDING ? nd_get_overlapped_result(ov, 1) : st;
 }
 
-static void open_side(struct side *s, size_t len, uint32_t depth, bool shared)
+static void open_side(struct side *s, size_t len, uint32_t depth, bool shared, bool huge)
 {
     struct sockaddr_in lo = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     nd_overlapped ov = { 0 };
@@ -62,7 +64,13 @@ static void open_side(struct side *s, size_t len, uint32_t depth, bool shared)
     OK(nd_adapter_create_connector(s->a, s->port, &s->c));
     if (shared)
         OK(nd_alloc_memory(len, (void **)&s->buf));
-    else
+    else if (huge) {
+        size_t span = (len + HUGE_BYTES - 1) / HUGE_BYTES * HUGE_BYTES;
+
+        s->buf = aligned_alloc(HUGE_BYTES, span);
+        if (s->buf && madvise(s->buf, span, MADV_HUGEPAGE))
+            DIE("madvise(MADV_HUGEPAGE): %m");
+    } else
         s->buf = aligned_alloc(4096, len);
     memset(s->buf, 1, len);
     OK(nd_adapter_create_memory_region(s->a, s->port, &s->mr));
@@ -73,13 +81,14 @@ int main(int argc, char **argv)
 {
     uint32_t size = 1 << 20, count = 2000, depth = 8;
     int json = 0, port_pipe[2], done_pipe[2];
-    bool shared = false;
+    bool shared = false, huge = false;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-S") && i + 1 < argc) size = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "-n") && i + 1 < argc) count = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "-q") && i + 1 < argc) depth = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "-a")) shared = true;
+        else if (!strcmp(argv[i], "-H")) huge = true;
         else if (!strcmp(argv[i], "--json")) json = 1;
     }
     if (pipe(port_pipe) || pipe(done_pipe))
@@ -92,7 +101,7 @@ int main(int argc, char **argv)
         nd_overlapped ov = { 0 };
         char c;
 
-        open_side(&s, size, depth, shared);
+        open_side(&s, size, depth, shared, huge);
         struct hello h = { (uintptr_t)s.buf, nd_mr_get_remote_token(s.mr) };
         OK(nd_adapter_create_listener(s.a, s.port, &s.l));
         OK(nd_listener_bind(s.l, (struct sockaddr *)&sin, sizeof(sin)));
@@ -113,7 +122,7 @@ int main(int argc, char **argv)
     nd_overlapped ov = { 0 };
     nd_result r[16];
 
-    open_side(&s, size, depth, false);
+    open_side(&s, size, depth, false, huge);
     if (read(port_pipe[0], &dest.sin_port, 2) != 2)
         return 1;
     OK(nd_connector_bind(s.c, (struct sockaddr *)&local, sizeof(local)));

@@ -63,13 +63,13 @@ static void peer(uint16_t port, int report_wr)
 /* Our connection's FPDU size now, and what TCP_MAXSEG and the knob give for it. */
 static void fpdu_sizes(nd_qp *qp, uint32_t *used, uint32_t *path)
 {
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     struct iw_conn *c = qp->conn;
 
     CHECK(c != NULL);
     *used = c->fpdu_max;
     *path = iw_path_fpdu_max(c->sock, iw_fpdu_cap());
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
 }
 
 static void run(const char *knob)

@@ -3,11 +3,13 @@
 #include <netdirect/netdirect.h>
 
 #include <arpa/inet.h>
+#include <linux/membarrier.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -152,6 +154,21 @@ static void report_cma(void)
                err ? strerror(err) : "short read");
 }
 
+/* Queue pair and CQ locks a single thread keeps taking go without atomic instructions;
+ * revoking that needs membarrier(2) (see ND_LOCK_BIAS below). */
+static void report_lock_bias(void)
+{
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    const char *knob = getenv("ND_LOCK_BIAS");
+
+    if (knob && !strcmp(knob, "0"))
+        printf("  data-path locks: plain mutexes (ND_LOCK_BIAS=0)\n");
+    else if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+        printf("  data-path locks: biased to a thread that takes them alone (membarrier available)\n");
+    else
+        printf("  data-path locks: plain mutexes (membarrier unavailable)\n");
+}
+
 int main(int argc, char **argv)
 {
     nd_address_list *list = query_addresses();
@@ -171,6 +188,7 @@ int main(int argc, char **argv)
     printf("\ntransports\n  shm: same host, same network namespace and uid, memory reachable both ways\n");
     report_cma();
     printf("  iwarp: every other peer (TCP, MPA rev 2, DDP/RDMAP as Linux siw speaks them)\n");
+    report_lock_bias();
     printf("\nenvironment\n");
     for (uint32_t i = 0; i < nd_config_count(); i++) {
         nd_config_knob k;

@@ -5,6 +5,7 @@
  * windows). Everything a peer may write lives elsewhere, per connection.
  */
 #include "core.h"
+#include "lock.h"
 #include "transport.h"
 #include "log.h"
 #include "mem_int.h"
@@ -115,6 +116,9 @@ ND_API nd_status nd_open_adapter(uint64_t adapter_id, nd_adapter **out)
         return ND_INVALID_PARAMETER_2;
     if (nd_adapter_id_for_ifindex(ifindex) != adapter_id || !nd_ifindex_exists(ifindex))
         return ND_INVALID_PARAMETER;
+    /* The lock bias's one-time membarrier registration, here rather than in the middle of
+     * a data path's first few hundred messages. */
+    (void)nd_lock_bias_available();
     a = calloc(1, sizeof(*a));
     if (!a)
         return ND_NO_MEMORY;

@@ -127,7 +127,7 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
 
     if (!cq || cq->magic != ND_MAGIC_CQ || !results)
         return 0;
-    pthread_mutex_lock(&cq->lock);
+    nd_lock_acquire(&cq->lock);
     /* What is already in the rings goes first; transports are moved (a system call for
      * iwarp) only when that does not fill the caller's array. */
     n = drain_all(cq, results, n, max);
@@ -153,12 +153,12 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
 
         nd_ovbatch_init(&b, cq->ov.port);
         cq_fail_locked(cq, ND_BUFFER_OVERFLOW, &b);
-        pthread_mutex_unlock(&cq->lock);
+        nd_lock_release(&cq->lock);
         nd_port_deliver(&b);
         poke_waiters(cq);
         return n;
     }
-    pthread_mutex_unlock(&cq->lock);
+    nd_lock_release(&cq->lock);
     return n;
 }
 
@@ -307,12 +307,12 @@ static void cq_on_signal(void *obj, struct nd_ovbatch *b)
     struct nd_cq *cq = obj;
     uint64_t v;
 
-    pthread_mutex_lock(&cq->lock);
+    nd_lock_acquire(&cq->lock);
     if (cq_progress(cq, b)) {
-        pthread_mutex_unlock(&cq->lock);
+        nd_lock_release(&cq->lock);
         return;
     }
-    pthread_mutex_unlock(&cq->lock);
+    nd_lock_release(&cq->lock);
     /*
      * Nothing to do: reset the counter, so a peer that saturated it cannot keep later
      * signals from producing edges. epoll re-polls an edge-triggered fd when it reports
@@ -321,9 +321,9 @@ static void cq_on_signal(void *obj, struct nd_ovbatch *b)
      */
     if (read(cq->signal_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
         nd_log(ND_LOG_WARN, ND_SUB_CQ, "eventfd read failed: %m");
-    pthread_mutex_lock(&cq->lock);
+    nd_lock_acquire(&cq->lock);
     cq_rearm_and_look(cq, b);
-    pthread_mutex_unlock(&cq->lock);
+    nd_lock_release(&cq->lock);
 }
 
 /* Every pending notify is reaped through nd_get_overlapped_result (none goes to a port,
@@ -350,18 +350,18 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
      * waiter (none goes to a port) and no other thread sleeps on this CQ, disarm, and arm
      * again (then look) before sleeping. Spares the peer a system call per completion.
      */
-    pthread_mutex_lock(&cq->lock);
+    nd_lock_acquire(&cq->lock);
     quiet = atomic_fetch_add(&cq->ov_waiters, 1) == 0 && spin && notifies_all_waited(cq);
     if (quiet)
         arm_store(cq, ND_ARM_NONE);
-    pthread_mutex_unlock(&cq->lock);
+    nd_lock_release(&cq->lock);
     /* Spin a moment before sleeping: a wake-up across CPUs costs 5-35 us here, and the
      * answer to a message just sent is often a microsecond away. */
     while (spin && nd_ov_is_pending(ov) && nd_now_ns() < spin_end) {
         nd_ovbatch_init(&b, cq->ov.port);
-        pthread_mutex_lock(&cq->lock);
+        nd_lock_acquire(&cq->lock);
         cq_progress(cq, &b);
-        pthread_mutex_unlock(&cq->lock);
+        nd_lock_release(&cq->lock);
         nd_port_deliver(&b);
         nd_cpu_relax();
     }
@@ -369,9 +369,9 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
         nd_spin_leave();
     if (quiet && nd_ov_is_pending(ov)) {
         nd_ovbatch_init(&b, cq->ov.port);
-        pthread_mutex_lock(&cq->lock);
+        nd_lock_acquire(&cq->lock);
         cq_rearm_and_look(cq, &b);
-        pthread_mutex_unlock(&cq->lock);
+        nd_lock_release(&cq->lock);
         nd_port_deliver(&b);
     }
     while (nd_ov_is_pending(ov)) {
@@ -380,13 +380,13 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
         int timeout;
 
         nd_ovbatch_init(&b, cq->ov.port);
-        pthread_mutex_lock(&cq->lock);
+        nd_lock_acquire(&cq->lock);
         if (!cq_progress(cq, &b) && woke)
             cq_rearm_and_look(cq, &b);      /* a spent signal: see cq_rearm_and_look */
         timeout = cq->ndefer_capable ? 10 : -1;
         if (nd_ov_is_pending(ov))
             cq_run_idle(cq);
-        pthread_mutex_unlock(&cq->lock);
+        nd_lock_release(&cq->lock);
         nd_port_deliver(&b);
         if (!nd_ov_is_pending(ov))
             break;
@@ -411,7 +411,7 @@ ND_API nd_status nd_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov)
     if (!ov)
         return ND_INVALID_PARAMETER_2;
     nd_ovbatch_init(&b, cq->ov.port);
-    pthread_mutex_lock(&cq->lock);
+    nd_lock_acquire(&cq->lock);
     if (cq->error != ND_SUCCESS) {
         st = cq->error;
     } else if (type == ND_CQ_NOTIFY_ERRORS) {
@@ -433,7 +433,7 @@ ND_API nd_status nd_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov)
             cq_run_idle(cq);        /* the caller is about to wait for the notify */
         }
     }
-    pthread_mutex_unlock(&cq->lock);
+    nd_lock_release(&cq->lock);
     nd_port_deliver(&b);
     return st;
 }
@@ -445,14 +445,14 @@ ND_API nd_status nd_cq_cancel_overlapped_requests(nd_cq *cq)
     if (!cq || cq->magic != ND_MAGIC_CQ)
         return ND_INVALID_HANDLE;
     nd_ovbatch_init(&b, cq->ov.port);
-    pthread_mutex_lock(&cq->lock);
+    nd_lock_acquire(&cq->lock);
     for (nd_overlapped *ov = nd_ov_take_all(&cq->ov), *next; ov; ov = next) {
         next = nd_ov_next(ov);
         nd_ov_finish(ov, ND_CANCELED, 0, &b);
     }
     cq->n_any = cq->n_sol = 0;
     arm_store(cq, ND_ARM_NONE);
-    pthread_mutex_unlock(&cq->lock);
+    nd_lock_release(&cq->lock);
     nd_port_deliver(&b);
     poke_waiters(cq);
     return ND_SUCCESS;
@@ -470,9 +470,9 @@ void nd_cq_fail(struct nd_cq *cq, nd_status status)
     struct nd_ovbatch b;
 
     nd_ovbatch_init(&b, cq->ov.port);
-    pthread_mutex_lock(&cq->lock);
+    nd_lock_acquire(&cq->lock);
     cq_fail_locked(cq, status, &b);
-    pthread_mutex_unlock(&cq->lock);
+    nd_lock_release(&cq->lock);
     nd_port_deliver(&b);
     poke_waiters(cq);
 }
@@ -485,14 +485,14 @@ ND_API nd_status nd_cq_resize(nd_cq *cq, uint32_t depth)
         return ND_INVALID_HANDLE;
     if (depth == 0 || depth > nd_limits.max_completion_queue_depth)
         return ND_INVALID_PARAMETER_1;
-    pthread_mutex_lock(&cq->lock);
+    nd_lock_acquire(&cq->lock);
     if (cq->error != ND_SUCCESS)
         st = cq->error;
     else if (queued_entries(cq) > depth)
         st = ND_BUFFER_OVERFLOW;
     else
         cq->depth = depth;
-    pthread_mutex_unlock(&cq->lock);
+    nd_lock_release(&cq->lock);
     return st;
 }
 
@@ -533,7 +533,7 @@ nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t dept
     st = nd_port_add_source(port, cq->signal_fd, cq, cq_on_signal, NULL, &cq->port_source);
     if (st != ND_SUCCESS)
         goto err_arm;
-    pthread_mutex_init(&cq->lock, NULL);
+    nd_lock_init(&cq->lock);
     nd_ovobj_init(&cq->ov, port, &cq_ov_ops);
     cq->adapter = a;
     cq->depth = depth;
@@ -570,7 +570,7 @@ ND_API nd_status nd_cq_close(nd_cq *cq)
     for (uint32_t i = 0; i < cq->nsrc; i++)
         free(cq->src[i]);
     free(cq->src);
-    pthread_mutex_destroy(&cq->lock);
+    nd_lock_destroy(&cq->lock);
     nd_adapter_unref(cq->adapter);
     nd_port_unref(port);
     free(cq);
@@ -593,26 +593,26 @@ nd_status nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct n
     s->mask = entries - 1;
     s->ops = ops;
     s->ctx = ctx;
-    pthread_mutex_lock(&cq->lock);
+    nd_lock_acquire(&cq->lock);
     s->cons = s->reported = s->seen = atomic_load_explicit(&hdr->cons, memory_order_relaxed);
     struct nd_cq_src **grown = nd_with_room(cq->src, &cq->cap, cq->nsrc, sizeof(*grown));
 
     if (!grown) {
-        pthread_mutex_unlock(&cq->lock);
+        nd_lock_release(&cq->lock);
         free(s);
         return ND_NO_MEMORY;
     }
     cq->src = grown;
     cq->src[cq->nsrc++] = s;
     cq->ndefer_capable += ops->progress != NULL;
-    pthread_mutex_unlock(&cq->lock);
+    nd_lock_release(&cq->lock);
     *out = s;
     return ND_SUCCESS;
 }
 
 void nd_cq_detach(struct nd_cq *cq, struct nd_cq_src *s)
 {
-    pthread_mutex_lock(&cq->lock);
+    nd_lock_acquire(&cq->lock);
     for (uint32_t i = 0; i < cq->nsrc; i++)
         if (cq->src[i] == s) {
             cq->src[i] = cq->src[--cq->nsrc];
@@ -621,7 +621,7 @@ void nd_cq_detach(struct nd_cq *cq, struct nd_cq_src *s)
         }
     if (cq->next_scan >= cq->nsrc)
         cq->next_scan = 0;
-    pthread_mutex_unlock(&cq->lock);
+    nd_lock_release(&cq->lock);
     free(s);
 }
 

@@ -4,6 +4,7 @@
 #define ND_CQ_INT_H
 
 #include "core.h"
+#include "lock.h"
 #include "ring.h"
 
 #include <stdio.h>
@@ -39,7 +40,7 @@ struct nd_cq {
     uint32_t magic;
     struct nd_adapter *adapter;
     struct nd_ovobj ov;             /* the port and the pending notifies */
-    pthread_mutex_t lock;
+    struct nd_lock lock;
     uint32_t depth;
     uint16_t group;
     uintptr_t affinity;

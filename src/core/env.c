@@ -25,6 +25,9 @@ static const struct {
     [ND_KNOB_IW_FPDU_MAX] = { "ND_IWARP_FPDU_MAX", "32768",
                               "the largest iWARP FPDU we send, bytes (256-65544); TCP's current MSS, when "
                               "smaller, wins" },
+    [ND_KNOB_LOCK_BIAS] = { "ND_LOCK_BIAS", "1",
+                            "0: queue pair and CQ locks always take their mutex (1: a lock one thread takes "
+                            "many times in a row lets that thread in without atomic instructions)" },
 };
 
 const char *nd_env(enum nd_knob knob)

@@ -298,9 +298,9 @@ void nd_qp_fail_locked(struct nd_qp *qp, nd_status status)
 
 void nd_qp_fail(struct nd_qp *qp, nd_status status)
 {
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     nd_qp_fail_locked(qp, status);
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
 }
 
 void nd_qp_peer_left(struct nd_qp *qp)
@@ -313,22 +313,22 @@ void nd_qp_peer_left(struct nd_qp *qp)
 
 void nd_qp_link_cm(struct nd_qp *qp, int sock, const struct nd_port_kick *k)
 {
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     qp->cm_sock = sock;
     qp->cm_kick = k ? *k : (struct nd_port_kick){ 0 };
     if (k && atomic_load(&qp->peer_left))
         nd_port_kick(k);            /* it left before anyone was listening */
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
 }
 
 void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn)
 {
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     qp->tops = tops;
     qp->conn = conn;
     if (qp->state == ND_QPS_IDLE)
         qp->state = ND_QPS_CONNECTED;
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
 }
 
 /* ---- creation ---- */
@@ -438,7 +438,7 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
         qp_free(qp);
         return st;
     }
-    pthread_mutex_init(&qp->lock, NULL);
+    nd_lock_init(&qp->lock);
     atomic_init(&qp->refs, 1);
     atomic_fetch_add(&rcq->users, 1);
     atomic_fetch_add(&icq->users, 1);
@@ -461,7 +461,7 @@ void nd_qp_unref(struct nd_qp *qp)
         return;
     struct nd_adapter *a = qp->adapter;
 
-    pthread_mutex_destroy(&qp->lock);
+    nd_lock_destroy(&qp->lock);
     qp_free(qp);                    /* its region goes back to the adapter's arena first */
     nd_adapter_unref(a);
 }
@@ -472,18 +472,18 @@ ND_API nd_status nd_qp_close(nd_qp *qp)
     if (!nd_qp_valid(qp))
         return ND_INVALID_HANDLE;
     nd_qp_fail(qp, ND_CANCELED);
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     qp->magic = ND_MAGIC_DEAD;
     __atomic_store_n(&qp->has_progress, false, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
     nd_cq_detach(qp->icq, qp->isrc);
     nd_cq_detach(qp->rcq, qp->rsrc);
     nd_cq_detach(qp->rcq, qp->lsrc);
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     if (qp->tops && qp->tops->destroy)
         qp->tops->destroy(qp);
     qp->tops = NULL;
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
     atomic_fetch_sub(&qp->rcq->users, 1);
     atomic_fetch_sub(&qp->icq->users, 1);
     if (qp->srq)

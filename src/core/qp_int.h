@@ -114,7 +114,7 @@ struct nd_qp {
     nd_srq *srq;                    /* receives come from here, when set */
     uint32_t rq_depth, iq_depth, rq_sge, iq_sge, inline_size;
     uint32_t rq_entries, iq_entries;
-    pthread_mutex_t lock;           /* posting, state, transport connection */
+    struct nd_lock lock;            /* posting, state, transport connection */
     enum nd_qp_state state;
     nd_status error;
     /* initiator queue */

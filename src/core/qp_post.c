@@ -12,6 +12,27 @@
 #define BIND_FLAGS (ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE | ND_OP_FLAG_ALLOW_READ | \
                     ND_OP_FLAG_ALLOW_WRITE)
 
+/*
+ * Every field set one by one: a zero-initialised struct nd_wr (96 bytes) compiles to
+ * `rep stos` with GCC's generic tuning, whose start-up alone was ~5 ns of each Send.
+ */
+static inline void wr_init(struct nd_wr *wr, uint8_t type, uint32_t flags, const nd_sge *sge, uint32_t nsge)
+{
+    wr->index = 0;
+    wr->type = type;
+    wr->flags = flags;
+    wr->sge = sge;
+    wr->nsge = nsge;
+    wr->total = 0;
+    wr->remote_addr = 0;
+    wr->remote_token = 0;
+    wr->mr = NULL;
+    wr->mw = NULL;
+    wr->bind_buf = NULL;
+    wr->bind_len = 0;
+    wr->access = 0;
+}
+
 static uint64_t sge_total(const nd_sge *sge, uint32_t nsge)
 {
     uint64_t t = 0;
@@ -54,7 +75,7 @@ static nd_status post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
 {
     nd_status st;
 
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     if (qp->state == ND_QPS_IDLE) {
         st = ND_CONNECTION_INVALID;
     } else {
@@ -66,7 +87,7 @@ static nd_status post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
                 qp->tops->post(qp, wr);
         }
     }
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
     return st;
 }
 
@@ -85,9 +106,10 @@ static nd_status check_transfer(struct nd_qp *qp, const nd_sge *sge, uint32_t ns
 
 ND_API nd_status nd_qp_send(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags)
 {
-    struct nd_wr wr = { .type = ND_REQUEST_TYPE_SEND, .flags = flags, .sge = sge, .nsge = nsge };
+    struct nd_wr wr;
     nd_status st;
 
+    wr_init(&wr, ND_REQUEST_TYPE_SEND, flags, sge, nsge);
     if (!nd_qp_valid(qp))
         return ND_INVALID_HANDLE;
     if (flags & ~SEND_FLAGS)
@@ -99,10 +121,12 @@ ND_API nd_status nd_qp_send(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t ns
 static nd_status post_rdma(nd_qp *qp, uint8_t type, void *ctx, const nd_sge *sge, uint32_t nsge,
                            uint64_t raddr, uint32_t rtoken, uint32_t flags, uint32_t allowed)
 {
-    struct nd_wr wr = { .type = type, .flags = flags, .sge = sge, .nsge = nsge,
-                        .remote_addr = raddr, .remote_token = rtoken };
+    struct nd_wr wr;
     nd_status st;
 
+    wr_init(&wr, type, flags, sge, nsge);
+    wr.remote_addr = raddr;
+    wr.remote_token = rtoken;
     if (!nd_qp_valid(qp))
         return ND_INVALID_HANDLE;
     uint32_t max_sge = type == ND_REQUEST_TYPE_READ ? nd_limits.max_read_sge : qp->iq_sge;
@@ -155,7 +179,7 @@ ND_API nd_status nd_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t
         return ND_BUFFER_OVERFLOW;
     if (!sges_registered(qp, sge, nsge, ND_ACCESS_LOCAL_WRITE))
         return ND_ACCESS_VIOLATION;
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     k = qp->rq_posted;
     if (k - atomic_load_explicit(&qp->rq_expected, memory_order_acquire) >= qp->rq_depth) {
         st = ND_NO_MORE_ENTRIES;
@@ -184,7 +208,7 @@ ND_API nd_status nd_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t
         qp->tops->recv_posted(qp);
     }
 out:
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
     return st;
 }
 

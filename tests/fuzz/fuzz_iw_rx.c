@@ -125,7 +125,7 @@ static struct nd_qp *connect_qp(int sock, bool crc)
 
     if (!c || nd_adapter_create_queue_pair(adapter, cq, cq, NULL, 4, 4, 2, 2, 64, &qp) != ND_SUCCESS)
         abort();
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     if (iw_conn_init(c, qp) != ND_SUCCESS)
         abort();
     c->sock = sock;
@@ -133,7 +133,7 @@ static struct nd_qp *connect_qp(int sock, bool crc)
     c->ird = c->ord = c->peer_ird = 2;
     c->timeout_ns = 10ull * 1000000000;
     c->fpdu_max = 512;
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
     nd_qp_set_connected(qp, &iwarp_transport, c);
     nd_qp_receive(qp, NULL, &rs, 1);
     rs.buffer = mem + GUARD + 2048;
@@ -166,10 +166,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         if (n && send(sv[1], frame, n, MSG_NOSIGNAL) < 0)
             break;
-        pthread_mutex_lock(&qp->lock);
+        nd_lock_acquire(&qp->lock);
         if (qp->conn)
             iw_rx_pump(qp->conn);
-        pthread_mutex_unlock(&qp->lock);
+        nd_lock_release(&qp->lock);
         while (read(sv[1], sink, sizeof(sink)) > 0)
             ;
     }

@@ -271,9 +271,9 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
 
     if (!c)
         return st;
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     st = iw_conn_init(c, qp);
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
     if (st != ND_SUCCESS) {
         free(c);
         return st;
@@ -290,20 +290,20 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     nd_qp_set_connected(qp, &iwarp_transport, c);
     st = iw_engine_add(qp->adapter, c);
     if (st != ND_SUCCESS) {
-        pthread_mutex_lock(&qp->lock);
+        nd_lock_acquire(&qp->lock);
         c->sock = -1;           /* still the connector's: it closes it */
         nd_qp_fail_locked(qp, ND_CANCELED);
-        pthread_mutex_unlock(&qp->lock);
+        nd_lock_release(&qp->lock);
         return st;     /* the QP owns the connection now; its destroy frees it */
     }
     *sock = -1;                 /* ours now: the peer leaving reaches the connector by nd_qp_peer_left */
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     if (active && (m->xport_opts & IW_OPT_P2P))
         iw_send_rtr(c);
     iw_rx_pump(c);      /* anything that arrived with the Reply or the RTR */
     /* Pollers of the QP's CQs move its bytes themselves (busy-poll) and spare the engine. */
     __atomic_store_n(&qp->has_progress, true, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
     nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "QP %p connected (%s, CRC %s, FPDU %u bytes, IRD %u ORD %u)", (void *)qp,
            active ? "active" : "passive", c->crc ? "on" : "off", c->fpdu_max, ird, ord);
     return ND_SUCCESS;

@@ -619,7 +619,7 @@ bool iw_progress(struct nd_qp *qp)
         return false;
     iw_engine_note_poll(c);
     /* Whoever holds the lock (the engine, another poller) may be placing entries now. */
-    if (pthread_mutex_trylock(&qp->lock))
+    if (nd_lock_try(&qp->lock))
         return true;
     if (qp->conn == c && !c->dead) {
         c->app_rx = true;
@@ -628,7 +628,7 @@ bool iw_progress(struct nd_qp *qp)
         if (!c->dead && (c->want_out || (c->owed_since && owed_too_long(c))))
             iw_tx_pump(c);
     }
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
     return true;
 }
 
@@ -643,10 +643,10 @@ void iw_idle(struct nd_qp *qp)
     __atomic_store_n(&c->polled_ns, 0, __ATOMIC_RELAXED);
     /* The CQ lock is held: never wait for the QP lock here. Its holder is the engine or
      * another poller; the engine's sweep answers for us then. */
-    if (pthread_mutex_trylock(&qp->lock) == 0) {
+    if (nd_lock_try(&qp->lock) == 0) {
         if (qp->conn == c && !c->dead && c->owed_since)
             iw_tx_pump(c);
-        pthread_mutex_unlock(&qp->lock);
+        nd_lock_release(&qp->lock);
     } else {
         iw_engine_kick(c);
     }

@@ -195,7 +195,7 @@ static bool serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
 {
     bool stalled;
 
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     if (qp->conn == c && !c->dead) {
         if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
             iw_rx_pump(c);
@@ -203,7 +203,7 @@ static bool serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
             iw_tx_pump(c);
     }
     stalled = qp->conn == c && !c->dead && c->stalled_since;
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
     nd_qp_unref(qp);
     return stalled;
 }
@@ -255,10 +255,10 @@ static void check_overdue(struct iw_engine *e)
 
         if (!qp)
             continue;
-        pthread_mutex_lock(&qp->lock);
+        nd_lock_acquire(&qp->lock);
         if (qp->conn == c)
             iw_check_overdue(c);
-        pthread_mutex_unlock(&qp->lock);
+        nd_lock_release(&qp->lock);
         nd_qp_unref(qp);
     }
 }

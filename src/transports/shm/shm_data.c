@@ -509,7 +509,7 @@ static bool shm_progress(struct nd_qp *qp)
     }
     if (!busy && !check)
         return false;
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     /* The peer's socket is asked only once an interval: a send held for a receive is
      * retried on every poll, and a system call each time cost 7 per round trip in
      * ping-pongs whose sends raced the peer's receives. */
@@ -519,7 +519,7 @@ static bool shm_progress(struct nd_qp *qp)
         else
             retry_held(qp, c);
     }
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
     return true;
 }
 
@@ -584,13 +584,13 @@ static void shm_cm_ring(struct nd_qp *qp)
 {
     struct shm_conn *c;
 
-    pthread_mutex_lock(&qp->lock);
+    nd_lock_acquire(&qp->lock);
     c = conn_of(qp);
     /* The peer's region stays mapped until destroy, and the peer keeps the area until we
      * store released there: the bell cannot land in another queue pair's region. */
     if (c && c->pctl)
         atomic_fetch_add_explicit(&c->pctl->cm_bell, 1, memory_order_release);
-    pthread_mutex_unlock(&qp->lock);
+    nd_lock_release(&qp->lock);
 }
 
 static nd_status shm_cm_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird,

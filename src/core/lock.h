@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nd_lock: the queue pair and CQ locks. A mutex that, once one thread has taken it many
+ * times in a row, becomes *biased* to that thread: the owner then enters and leaves with
+ * plain loads and stores, no atomic read-modify-write. On this machine's CPUs each locked
+ * instruction of a data-path lock costs a few ns and, worse, waits for the store buffer
+ * (stores to the peer's lines): three lock pairs sit between a message's arrival and the
+ * reply (CQ poll, receive post, Send).
+ *
+ * The owner's fast path is one half of Dekker's algorithm (store busy, load revoked) with
+ * no fence in between; a second thread that wants the lock takes the mutex, stores
+ * revoked and runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which executes a full
+ * barrier on every CPU running one of our threads: so either it sees the owner's busy and
+ * waits for it to drop, or the owner sees revoked and takes the mutex. A revoked lock is a
+ * plain mutex for good (a revocation costs a membarrier: tens of us when the other CPU is
+ * busy). See lock.c.
+ */
+#ifndef ND_LOCK_H
+#define ND_LOCK_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Acquisitions in a row by one thread before a lock is biased to it: past connection set-up
+ * (tens), so a queue pair set up by one thread and used by another is biased to the user,
+ * and soon enough that short runs get the fast path too. */
+#define ND_LOCK_BIAS_STREAK 128u
+
+struct nd_lock {
+    _Atomic(const void *) owner;    /* the thread it is biased to; NULL: none */
+    _Atomic uint32_t busy;          /* the owner is inside by the fast path (owner writes) */
+    _Atomic uint32_t revoked;       /* another thread wants in: the fast path is closed */
+    /* Under the mutex: */
+    uint8_t state;                  /* enum nd_lock_state, lock.c */
+    uint32_t streak;                /* acquisitions in a row by @last */
+    const void *last;
+    pthread_mutex_t mutex;
+};
+
+/* A per-thread address: the identity a lock is biased to (initial-exec: one instruction). */
+extern __thread char nd_lock_thread_mark __attribute__((tls_model("initial-exec")));
+
+static inline const void *nd_lock_self(void)
+{
+    return &nd_lock_thread_mark;
+}
+
+void nd_lock_init(struct nd_lock *l);
+void nd_lock_destroy(struct nd_lock *l);
+void nd_lock_acquire_slow(struct nd_lock *l);
+bool nd_lock_try_slow(struct nd_lock *l);
+/* Is biasing on in this process (ND_LOCK_BIAS and membarrier)? For nd_info and tests. */
+bool nd_lock_bias_available(void);
+
+static inline bool nd_lock_enter_biased(struct nd_lock *l)
+{
+    if (atomic_load_explicit(&l->owner, memory_order_relaxed) != nd_lock_self())
+        return false;
+    atomic_store_explicit(&l->busy, 1, memory_order_relaxed);
+    /* No CPU fence: the revoker's membarrier stands in for it. The compiler must still
+     * keep the store above the load. */
+    atomic_signal_fence(memory_order_seq_cst);
+    if (!atomic_load_explicit(&l->revoked, memory_order_acquire))
+        return true;
+    atomic_store_explicit(&l->busy, 0, memory_order_release);
+    return false;
+}
+
+static inline void nd_lock_acquire(struct nd_lock *l)
+{
+    if (!nd_lock_enter_biased(l))
+        nd_lock_acquire_slow(l);
+}
+
+/* 0 on success, as pthread_mutex_trylock. Never waits, not even for a revocation. */
+static inline int nd_lock_try(struct nd_lock *l)
+{
+    return nd_lock_enter_biased(l) || nd_lock_try_slow(l) ? 0 : 1;
+}
+
+static inline void nd_lock_release(struct nd_lock *l)
+{
+    /* Only the owner writes busy, and it is 0 whenever the owner went by the mutex. */
+    if (atomic_load_explicit(&l->owner, memory_order_relaxed) == nd_lock_self() &&
+        atomic_load_explicit(&l->busy, memory_order_relaxed))
+        atomic_store_explicit(&l->busy, 0, memory_order_release);
+    else
+        pthread_mutex_unlock(&l->mutex);
+}
+
+#endif
