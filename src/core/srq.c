@@ -21,7 +21,7 @@ struct nd_srq {
     uint32_t magic;
     struct nd_adapter *adapter;
     struct nd_ovobj ov;             /* pending notifies */
-    pthread_mutex_t lock;
+    struct nd_lock lock;            /* posting, slots (data path: see lock.h) */
     uint32_t depth, max_sge, threshold, entries;
     uint16_t group;
     uintptr_t affinity;
@@ -160,7 +160,7 @@ ND_API nd_status nd_adapter_create_shared_receive_queue(nd_adapter *a, nd_port *
     s->group = group;
     s->affinity = affinity;
     s->adapter = a;
-    pthread_mutex_init(&s->lock, NULL);
+    nd_lock_init(&s->lock);
     nd_ovobj_init(&s->ov, port, NULL);
     nd_adapter_ref(a);
     nd_port_ref(port);
@@ -198,9 +198,9 @@ ND_API nd_status nd_srq_cancel_overlapped_requests(nd_srq *s)
     if (!srq_valid(s))
         return ND_INVALID_HANDLE;
     nd_ovbatch_init(&b, s->ov.port);
-    pthread_mutex_lock(&s->lock);
+    nd_lock_acquire(&s->lock);
     srq_complete_all(s, ND_CANCELED, &b);
-    pthread_mutex_unlock(&s->lock);
+    nd_lock_release(&s->lock);
     nd_port_deliver(&b);
     return ND_SUCCESS;
 }
@@ -215,7 +215,7 @@ ND_API nd_status nd_srq_close(nd_srq *s)
     s->magic = ND_MAGIC_DEAD;
     nd_port_unref(s->ov.port);
     nd_adapter_unref(s->adapter);
-    pthread_mutex_destroy(&s->lock);
+    nd_lock_destroy(&s->lock);
     srq_free(s);
     return ND_SUCCESS;
 }
@@ -241,7 +241,7 @@ ND_API nd_status nd_srq_modify(nd_srq *s, uint32_t depth, uint32_t notify_thresh
         return ND_INVALID_HANDLE;
     if (depth > nd_limits.max_shared_receive_queue_depth)
         return ND_INVALID_PARAMETER_1;
-    pthread_mutex_lock(&s->lock);
+    nd_lock_acquire(&s->lock);
     if (depth && depth < s->outstanding)
         st = ND_BUFFER_OVERFLOW;
     else if (notify_threshold > (depth ? depth : s->depth))
@@ -252,7 +252,7 @@ ND_API nd_status nd_srq_modify(nd_srq *s, uint32_t depth, uint32_t notify_thresh
         if (notify_threshold)
             s->threshold = notify_threshold;
     }
-    pthread_mutex_unlock(&s->lock);
+    nd_lock_release(&s->lock);
     return st;
 }
 
@@ -264,14 +264,14 @@ ND_API nd_status nd_srq_notify(nd_srq *s, nd_overlapped *ov)
         return ND_INVALID_HANDLE;
     if (!ov)
         return ND_INVALID_PARAMETER_1;
-    pthread_mutex_lock(&s->lock);
+    nd_lock_acquire(&s->lock);
     if (s->threshold == 0)
         st = ND_INVALID_DEVICE_STATE;
     else if (srq_posted(s) < s->threshold)
         st = ND_SUCCESS;            /* already below: no lost limit event */
     else
         nd_ov_start(&s->ov, ov);
-    pthread_mutex_unlock(&s->lock);
+    nd_lock_release(&s->lock);
     return st;
 }
 
@@ -295,7 +295,7 @@ ND_API nd_status nd_srq_receive(nd_srq *s, void *ctx, const nd_sge *sge, uint32_
             nd_mtab_check(s->adapter->mtab, ND_MTAB_ENTRIES, sge[i].memory_region_token,
                           (uintptr_t)sge[i].buffer, sge[i].buffer_length, ND_ACCESS_LOCAL_WRITE) != ND_SUCCESS)
             return ND_ACCESS_VIOLATION;
-    pthread_mutex_lock(&s->lock);
+    nd_lock_acquire(&s->lock);
     if (s->outstanding >= s->depth || !s->nfree) {
         st = ND_NO_MORE_ENTRIES;
     } else {
@@ -318,7 +318,7 @@ ND_API nd_status nd_srq_receive(nd_srq *s, void *ctx, const nd_sge *sge, uint32_
         atomic_store_explicit(&s->ctl->tail, t + 1, memory_order_release);
         s->outstanding++;
     }
-    pthread_mutex_unlock(&s->lock);
+    nd_lock_release(&s->lock);
     return st;
 }
 
@@ -373,9 +373,9 @@ enum nd_xlate nd_srq_complete(nd_srq *s, uint32_t id, const struct nd_cqe *e, co
     struct srq_slot *slot;
 
     nd_ovbatch_init(&b, s->ov.port);
-    pthread_mutex_lock(&s->lock);
+    nd_lock_acquire(&s->lock);
     if (id >= s->entries || s->slots[id].state != SLOT_POSTED) {
-        pthread_mutex_unlock(&s->lock);
+        nd_lock_release(&s->lock);
         return ND_XLATE_BAD;
     }
     slot = &s->slots[id];
@@ -398,7 +398,7 @@ enum nd_xlate nd_srq_complete(nd_srq *s, uint32_t id, const struct nd_cqe *e, co
     s->free_ids[s->nfree++] = id;
     s->outstanding--;
     srq_check_limit(s, &b);
-    pthread_mutex_unlock(&s->lock);
+    nd_lock_release(&s->lock);
     nd_port_deliver(&b);
     return ND_XLATE_OK;
 }
