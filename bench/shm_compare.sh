@@ -5,7 +5,8 @@
 #   libfabric fi_pingpong -p shm, ucx_perftest tag_lat over posix shm;
 #   system calls per netdirect round trip (perf counter);
 #   RDMA Write 1 MiB bandwidth against memcpy of the same size, into ordinary memory (one
-#   cross-memory call per Write) and into nd_alloc_memory memory (mapped by the peer).
+#   cross-memory call per Write), the same on transparent huge pages, and into
+#   nd_alloc_memory memory (mapped by the peer).
 # Usage: bench/shm_compare.sh [build-dir]   (anchors missing from the machine are skipped)
 set -u
 build=${1:-build}
@@ -29,12 +30,15 @@ for r in $(seq "$RUNS"); do
     fi_run -p shm -e rdm >> "$tmp/fi"
     ucx_run posix,self >> "$tmp/ucx"
     "$build/bench/shm_write_bw" --json >> "$tmp/bw"
+    "$build/bench/shm_write_bw" -H --json >> "$tmp/bwh"
     "$build/bench/shm_write_bw" -a --json >> "$tmp/bwa"
 done
 RAW=$(median < "$tmp/raw"); ND=$(median < "$tmp/nd"); FI=$(median < "$tmp/fi"); UCX=$(median < "$tmp/ucx")
 SYS=$(syscalls_per_rt)
 BW=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bw" | median)
 MC=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bw" | median)
+BWH=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwh" | median)
+MCH=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwh" | median)
 BWA=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwa" | median)
 MCA=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwa" | median)
 
@@ -50,4 +54,5 @@ echo
 echo "System calls per netdirect 8 B round trip (client side, perf): $SYS"
 echo
 echo "RDMA Write 1 MiB into ordinary memory: $BW GB/s; memcpy 1 MiB: $MC GB/s; ratio $(ratio "$BW" "$MC")"
+echo "RDMA Write 1 MiB into ordinary memory on huge pages: $BWH GB/s; memcpy 1 MiB: $MCH GB/s; ratio $(ratio "$BWH" "$MCH")"
 echo "RDMA Write 1 MiB into nd_alloc_memory memory: $BWA GB/s; memcpy 1 MiB: $MCA GB/s; ratio $(ratio "$BWA" "$MCA")"
