@@ -72,9 +72,12 @@ static bool revoke_bias(struct nd_lock *l, bool may_wait)
 {
     if (l->state == ND_LOCK_BIASED) {
         atomic_store_explicit(&l->revoked, 1, memory_order_relaxed);
-        /* Registered before the lock was biased, so this cannot fail; if it did anyway,
-         * a millisecond is far longer than any store buffer takes to drain. */
-        if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
+        /* Registered before the lock was biased (forks inherit it), so this cannot fail;
+         * if it did anyway, register and retry, and failing that wait a millisecond, far
+         * longer than any store buffer takes to drain. */
+        if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+            (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0 ||
+             membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0))
             usleep(1000);
         l->state = ND_LOCK_REVOKING;
     }
