@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Queue pairs: creation, the three completion rings, flush and the error state. */
 #include "qp_int.h"
+#include "copy.h"
 #include "srq_int.h"
 #include "transport.h"
 #include "log.h"
@@ -104,7 +105,7 @@ static void scatter(struct nd_qp *qp, uint32_t k, const uint8_t *src, uint32_t b
     for (uint32_t i = 0; i < slot->nsge && bytes; i++) {
         uint32_t n = slot->sge[i].buffer_length < bytes ? slot->sge[i].buffer_length : bytes;
 
-        memcpy(slot->sge[i].buffer, src, n);
+        nd_copy(slot->sge[i].buffer, src, n);
         src += n;
         bytes -= n;
     }

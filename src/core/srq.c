@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Shared receive queues: posted slots in a shared ring, the limit ("threshold") event. */
 #include "srq_int.h"
+#include "copy.h"
 #include "log.h"
 
 #include <stdlib.h>
@@ -386,7 +387,7 @@ enum nd_xlate nd_srq_complete(nd_srq *s, uint32_t id, const struct nd_cqe *e, co
         for (uint32_t i = 0; i < slot->nsge && left; i++) {
             uint32_t n = slot->sge[i].buffer_length < left ? slot->sge[i].buffer_length : left;
 
-            memcpy(slot->sge[i].buffer, data, n);
+            nd_copy(slot->sge[i].buffer, data, n);
             data += n;
             left -= n;
         }

@@ -7,6 +7,7 @@
  * cross-memory call; the peer's CPU takes no part.
  */
 #include "shm.h"
+#include "core/copy.h"
 #include "core/log.h"
 #include "core/srq_int.h"
 
@@ -90,7 +91,7 @@ static bool terminated(struct nd_qp *qp, struct shm_conn *c)
 static void gather(const struct nd_wr *wr, uint8_t *dst)
 {
     for (uint32_t i = 0; i < wr->nsge; i++) {
-        memcpy(dst, wr->sge[i].buffer, wr->sge[i].buffer_length);
+        nd_copy(dst, wr->sge[i].buffer, wr->sge[i].buffer_length);
         dst += wr->sge[i].buffer_length;
     }
 }
