@@ -62,20 +62,28 @@ static inline int tool_counter_start(void)
     return fd;
 }
 
-/* Syscalls since start, less the one disable call itself (-1 without a counter); closes it. */
-static inline long long tool_counter_stop(int fd)
+/* Syscalls since enabled, less the one disable call itself (-1 without a counter); the
+ * counter stays open, disabled (tool_counter_enable counts again from zero). */
+static inline long long tool_counter_pause(int fd)
 {
     unsigned long long v = 0;
-    ssize_t got;
 
     if (fd < 0)
         return -1;
     ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-    got = read(fd, &v, sizeof(v));
-    close(fd);
-    if (got != sizeof(v))
+    if (read(fd, &v, sizeof(v)) != sizeof(v))
         return -1;
     return v > 0 ? (long long)v - 1 : 0;
+}
+
+/* As tool_counter_pause, then closes it. */
+static inline long long tool_counter_stop(int fd)
+{
+    long long calls = tool_counter_pause(fd);
+
+    if (fd >= 0)
+        close(fd);
+    return calls;
 }
 
 #endif

@@ -23,8 +23,10 @@ enum nd_lock_state {
 
 __thread char nd_lock_thread_mark __attribute__((tls_model("initial-exec")));
 
-static _Atomic pid_t bias_pid;      /* the process that registered for membarrier */
-static _Atomic int bias_off = -1;   /* ND_LOCK_BIAS=0: -1 until read */
+/* -1 until the first call; then 1 (ND_LOCK_BIAS and membarrier allow it) or 0. Asked on
+ * every lock's first bias, so no system call once decided (getpid() is one). A forked
+ * child inherits the registration with the answer. */
+static _Atomic int bias_state = -1;
 
 static long membarrier(int cmd)
 {
@@ -33,22 +35,17 @@ static long membarrier(int cmd)
 
 bool nd_lock_bias_available(void)
 {
-    pid_t me = getpid();
+    int st = atomic_load_explicit(&bias_state, memory_order_acquire);
 
-    if (atomic_load_explicit(&bias_off, memory_order_relaxed) < 0)
-        atomic_store(&bias_off, !strcmp(nd_env(ND_KNOB_LOCK_BIAS), "0"));
-    if (atomic_load_explicit(&bias_off, memory_order_relaxed))
-        return false;
-    /* Registration belongs to the process (a forked child registers again). */
-    if (atomic_load_explicit(&bias_pid, memory_order_relaxed) == me)
-        return true;
-    if (membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) {
+    if (st >= 0)
+        return st;
+    st = strcmp(nd_env(ND_KNOB_LOCK_BIAS), "0") != 0;
+    if (st && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) {
         nd_log(ND_LOG_INFO, ND_SUB_CORE, "membarrier unavailable (%m): locks are never biased");
-        atomic_store(&bias_off, 1);
-        return false;
+        st = 0;
     }
-    atomic_store(&bias_pid, me);
-    return true;
+    atomic_store_explicit(&bias_state, st, memory_order_release);
+    return st;
 }
 
 void nd_lock_init(struct nd_lock *l)
