@@ -72,6 +72,7 @@ int main(void)
     t_connect(&s, port, NULL, NULL);
     nd_sge sge = { s.buf, 64, s.token }, ping = { s.buf, 8, s.token };
 
+    uint64_t t0 = t_now_ms();
     tool_counter_enable(counter);
     for (int i = 0; i < ECHOES; i++) {
         CHECK_ST(nd_qp_receive(s.qp, NULL, &sge, 1), ND_SUCCESS);
@@ -81,8 +82,12 @@ int main(void)
         CHECK(r.status == ND_SUCCESS && r.request_type == ND_REQUEST_TYPE_RECEIVE && r.bytes_transferred == 8);
     }
     long long echo_calls = tool_counter_pause(counter);
-    printf("%d round trips on a fresh connection: %lld system calls\n", ECHOES, echo_calls);
-    CHECK(echo_calls >= 0 && echo_calls <= 1);  /* a liveness check at most */
+    /* The peer's socket is asked once per 50 ms interval: on a loaded machine the round
+     * trips take long enough for some of those (one recv each). Nothing else. */
+    long long ms = (long long)(t_now_ms() - t0), allowed = 1 + ms / 50;
+    printf("%d round trips on a fresh connection: %lld system calls in %lld ms (liveness checks allowed: %lld)\n",
+           ECHOES, echo_calls, ms, allowed);
+    CHECK(echo_calls >= 0 && echo_calls <= allowed);
 
     CHECK_ST(nd_qp_send(s.qp, NULL, &sge, 1, 0), ND_SUCCESS);     /* no receive yet: held */
 
