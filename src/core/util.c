@@ -123,7 +123,7 @@ bool nd_fd_ref_of(int fd, struct nd_fd_ref *ref)
     return true;
 }
 
-static int fetch(pid_t pid, int32_t fd)
+static int fetch_by_pidfd(pid_t pid, int32_t fd)
 {
     int pidfd, ours;
 
@@ -135,6 +135,15 @@ static int fetch(pid_t pid, int32_t fd)
     ours = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);     /* close-on-exec, as the kernel makes it */
     close(pidfd);
     return ours;
+}
+
+/* A descriptor of a queue pair of our own process (two connected to each other) is ours
+ * already: a copy, with no pidfd (which valgrind, for one, does not know). */
+static int fetch(pid_t pid, int32_t fd)
+{
+    if (fd >= 0 && pid == getpid())
+        return fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    return fetch_by_pidfd(pid, fd);
 }
 
 int nd_fd_fetch(pid_t pid, const struct nd_fd_ref *ref)
@@ -158,7 +167,7 @@ bool nd_fd_fetch_available(void)
     int v = atomic_load_explicit(&fetch_works, memory_order_relaxed);
 
     if (v < 0) {
-        int probe = eventfd(0, EFD_CLOEXEC), copy = probe >= 0 ? fetch(getpid(), probe) : -1;
+        int probe = eventfd(0, EFD_CLOEXEC), copy = probe >= 0 ? fetch_by_pidfd(getpid(), probe) : -1;
 
         v = copy >= 0;
         if (copy >= 0)
