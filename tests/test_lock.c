@@ -4,7 +4,7 @@
  * row becomes biased to it (the fast path); a second thread revokes that for good, and
  * from then on both exclude each other: a read-pause-write counter updated by two threads
  * loses no update, over 200 locks each revoked while its owner hammers it. A trylock
- * never waits for a biased owner. ND_LOCK_BIAS=0 never biases. A forked child keeps using
+ * never waits for a biased owner, and fails in the thread that holds the lock. ND_LOCK_BIAS=0 never biases. A forked child keeps using
  * the lock its forking thread was biased to.
  */
 #include "t_util.h"
@@ -105,6 +105,7 @@ static void trylock_never_waits(void)
     take_bias(&s.lock);
     CHECK(biased_to_me(&s.lock));
     nd_lock_acquire(&s.lock);
+    CHECK(nd_lock_try(&s.lock) != 0);       /* held by us: busy, as a mutex says, not re-entered */
     CHECK(pthread_create(&t, NULL, try_while_held, &s) == 0);
     while (atomic_load(&s.phase) != 1)      /* it returned while we are still inside */
         ;

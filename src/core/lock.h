@@ -39,7 +39,7 @@ struct nd_lock {
     pthread_mutex_t mutex;
 };
 
-/* A per-thread address: the identity a lock is biased to (initial-exec: one instruction). */
+/* A per-thread address: the identity a lock is biased to (initial-exec: two instructions). */
 extern __thread char nd_lock_thread_mark __attribute__((tls_model("initial-exec")));
 
 static inline const void *nd_lock_self(void)
@@ -74,9 +74,13 @@ static inline void nd_lock_acquire(struct nd_lock *l)
         nd_lock_acquire_slow(l);
 }
 
-/* 0 on success, as pthread_mutex_trylock. Never waits, not even for a revocation. */
+/* 0 on success, as pthread_mutex_trylock: also busy (not re-entered) when this thread
+ * holds it already. Never waits, not even for a revocation. */
 static inline int nd_lock_try(struct nd_lock *l)
 {
+    if (atomic_load_explicit(&l->owner, memory_order_relaxed) == nd_lock_self() &&
+        atomic_load_explicit(&l->busy, memory_order_relaxed))
+        return 1;
     return nd_lock_enter_biased(l) || nd_lock_try_slow(l) ? 0 : 1;
 }
 
