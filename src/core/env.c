@@ -26,8 +26,8 @@ static const struct {
                               "the largest iWARP FPDU we send, bytes (256-65544); TCP's current MSS, when "
                               "smaller, wins" },
     [ND_KNOB_LOCK_BIAS] = { "ND_LOCK_BIAS", "1",
-                            "0: queue pair and CQ locks always take their mutex (1: a lock one thread takes "
-                            "many times in a row lets that thread in without atomic instructions)" },
+                            "0: queue pair, CQ and SRQ locks always take their mutex (1: a lock one thread "
+                            "takes 128 times in a row lets that thread in without atomic instructions)" },
 };
 
 const char *nd_env(enum nd_knob knob)
