@@ -11,15 +11,12 @@
  * become nobody (exit 77 otherwise).
  */
 #include "t_conn.h"
+#include "t_nofetch.h"
 #include "core/qp_int.h"
 #include "core/transport.h"
 
 #include <errno.h>
 #include <grp.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #define NOBODY 65534
@@ -37,20 +34,6 @@ static void become_nobody(bool dumpable)
     CHECK(setgroups(0, NULL) == 0 && setgid(NOBODY) == 0 && setuid(NOBODY) == 0);
     CHECK(prctl(PR_SET_DUMPABLE, dumpable ? 1 : 0) == 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);   /* the uid change cleared it: never outlive the test */
-}
-
-/* pidfd_getfd fails ENOSYS in this process from now on. */
-static void forbid_fetch(void)
-{
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_getfd, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])), f };
-
-    CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
 }
 
 static const char *transport_of(const struct t_side *s)
@@ -92,7 +75,7 @@ static void server(enum refuser who, int port_pipe, int done_rd)
 
     become_nobody(who != SERVER_REFUSES);
     if (who == SERVER_NO_FETCH)
-        forbid_fetch();
+        t_forbid_fetch(false);
     t_side_open(&s, LEN * 2, 4, 1);
     uint16_t port = t_listen(&s);
     CHECK_ST(nd_qp_receive(s.qp, (void *)1, &(nd_sge){ s.buf + LEN, 4096, s.token }, 1), ND_SUCCESS);
@@ -121,7 +104,7 @@ static void client(enum refuser who, uint16_t port, int done_wr)
 
     become_nobody(who != CLIENT_REFUSES);
     if (who == CLIENT_NO_FETCH)
-        forbid_fetch();
+        t_forbid_fetch(false);
     t_side_open(&s, LEN * 2, 4, 1);
     t_connect(&s, port, &tg, &len);
     check_transport(&s, who);

@@ -6,29 +6,12 @@
  * A Send each way lands byte for byte.
  */
 #include "t_conn.h"
+#include "t_nofetch.h"
 #include "core/qp_int.h"
 #include "core/transport.h"
 
 #include <errno.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
-
-static void forbid_fetch(void)
-{
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_getfd, 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_open, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])), f };
-
-    CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0);
-}
 
 static void connect_pair(struct t_side s[2])
 {
@@ -72,7 +55,7 @@ static int run(bool no_fetch)
     struct t_side s[2];
 
     if (no_fetch)
-        forbid_fetch();
+        t_forbid_fetch(true);
     t_side_open(&s[0], 4096, 4, 1);
     t_side_open(&s[1], 4096, 4, 1);
     connect_pair(s);

@@ -54,6 +54,14 @@ bool nd_lock_try_slow(struct nd_lock *l);
 /* Is biasing on in this process (ND_LOCK_BIAS and membarrier)? For nd_info and tests. */
 bool nd_lock_bias_available(void);
 
+/* Is the calling thread inside by the fast path? Only the owner writes busy, and it is 0
+ * whenever the owner went by the mutex. */
+static inline bool nd_lock_held_biased(struct nd_lock *l)
+{
+    return atomic_load_explicit(&l->owner, memory_order_relaxed) == nd_lock_self() &&
+           atomic_load_explicit(&l->busy, memory_order_relaxed);
+}
+
 static inline bool nd_lock_enter_biased(struct nd_lock *l)
 {
     if (atomic_load_explicit(&l->owner, memory_order_relaxed) != nd_lock_self())
@@ -78,17 +86,14 @@ static inline void nd_lock_acquire(struct nd_lock *l)
  * holds it already. Never waits, not even for a revocation. */
 static inline int nd_lock_try(struct nd_lock *l)
 {
-    if (atomic_load_explicit(&l->owner, memory_order_relaxed) == nd_lock_self() &&
-        atomic_load_explicit(&l->busy, memory_order_relaxed))
+    if (nd_lock_held_biased(l))
         return 1;
     return nd_lock_enter_biased(l) || nd_lock_try_slow(l) ? 0 : 1;
 }
 
 static inline void nd_lock_release(struct nd_lock *l)
 {
-    /* Only the owner writes busy, and it is 0 whenever the owner went by the mutex. */
-    if (atomic_load_explicit(&l->owner, memory_order_relaxed) == nd_lock_self() &&
-        atomic_load_explicit(&l->busy, memory_order_relaxed))
+    if (nd_lock_held_biased(l))
         atomic_store_explicit(&l->busy, 0, memory_order_release);
     else
         pthread_mutex_unlock(&l->mutex);

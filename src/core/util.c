@@ -138,10 +138,11 @@ static int fetch_by_pidfd(pid_t pid, int32_t fd)
 }
 
 /* A descriptor of a queue pair of our own process (two connected to each other) is ours
- * already: a copy, with no pidfd (which valgrind, for one, does not know). */
+ * already: where pidfd_getfd is refused (valgrind, for one, does not know it) a copy. The
+ * getpid() is asked only then: a system call on every fetch otherwise. */
 static int fetch(pid_t pid, int32_t fd)
 {
-    if (fd >= 0 && pid == getpid())
+    if (fd >= 0 && !nd_fd_fetch_available() && pid == getpid())
         return fcntl(fd, F_DUPFD_CLOEXEC, 0);
     return fetch_by_pidfd(pid, fd);
 }

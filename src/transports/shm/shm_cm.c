@@ -295,7 +295,7 @@ bool shm_cma_allowed(pid_t pid)
     /* Connection messages name descriptors the receiver fetches (pidfd_getfd): where no
      * descriptor can be fetched (a kernel before 5.6, a seccomp filter), peers use iwarp.
      * Our own process needs no fetching (nd_fd_fetch copies its descriptors). */
-    if (pid != getpid() && !nd_fd_fetch_available())
+    if (!nd_fd_fetch_available() && pid != getpid())
         return false;
     return process_vm_readv(pid, &local, 1, &remote, 1, 0) < 0 && errno == EFAULT;
 }
