@@ -3,7 +3,7 @@
  * Queue pairs without a peer: creation checks, posting statuses, NdReceiveFlushQP (flush an
  * unconnected QP with two receives, then Notify: completes, two ND_CANCELED results with
  * every field filled), requests after the flush complete ND_CANCELED, window binding needs
- * a connection.
+ * a connection, a post sees every change to the registration its previous post used.
  */
 #include "t_util.h"
 
@@ -84,6 +84,30 @@ int main(void)
     CHECK(nd_cq_get_results(cq, r, 8) == 4);
     CHECK_ST(nd_qp_receive(qp, NULL, NULL, 0), ND_SUCCESS);
     CHECK(nd_cq_get_results(cq, r, 8) == 1);
+
+    /* A queue pair remembers the registration its last post used (nd_mtab_memo): every
+     * change to a registration must be seen by the next post. */
+    nd_qp *qp2;
+    nd_mr *mr2;
+    nd_sge in = { buf + 64, 64, nd_mr_get_local_token(mr) }, past = { buf + 4090, 16, in.memory_region_token };
+
+    CHECK_ST(nd_adapter_create_queue_pair(a, cq, cq, &qpctx, 8, 4, 2, 2, 64, &qp2), ND_SUCCESS);
+    CHECK_ST(nd_adapter_create_memory_region(a, port, &mr2), ND_SUCCESS);
+    CHECK_ST(nd_mr_register(mr2, buf, 128, 0, &ov), ND_SUCCESS);     /* no local write */
+    CHECK_ST(nd_qp_receive(qp2, NULL, &in, 1), ND_SUCCESS);
+    CHECK_ST(nd_qp_receive(qp2, NULL, &past, 1), ND_ACCESS_VIOLATION);   /* same token, out of range */
+    CHECK_ST(nd_qp_receive(qp2, NULL, &(nd_sge){ buf, 8, nd_mr_get_local_token(mr2) }, 1), ND_ACCESS_VIOLATION);
+    CHECK_ST(nd_qp_receive(qp2, NULL, &in, 1), ND_SUCCESS);
+    CHECK_ST(nd_mr_deregister(mr, &ov), ND_SUCCESS);
+    CHECK_ST(nd_qp_receive(qp2, NULL, &in, 1), ND_ACCESS_VIOLATION);
+    CHECK_ST(nd_mr_register(mr, buf, 256, ND_MR_FLAG_ALLOW_LOCAL_WRITE, &ov), ND_SUCCESS);
+    CHECK_ST(nd_qp_receive(qp2, NULL, &in, 1), ND_ACCESS_VIOLATION);     /* the old token */
+    in.memory_region_token = nd_mr_get_local_token(mr);
+    CHECK_ST(nd_qp_receive(qp2, NULL, &in, 1), ND_SUCCESS);
+    in.buffer = buf + 250;                                                /* past the new, shorter range */
+    CHECK_ST(nd_qp_receive(qp2, NULL, &in, 1), ND_ACCESS_VIOLATION);
+    CHECK_ST(nd_qp_close(qp2), ND_SUCCESS);
+    CHECK_ST(nd_mr_close(mr2), ND_SUCCESS);
 
     CHECK_ST(nd_cq_close(cq), ND_DEVICE_BUSY);
     CHECK_ST(nd_qp_close(qp), ND_SUCCESS);

@@ -64,6 +64,15 @@ int main(void)
     for (uintptr_t i = 2; i <= 8; i++)
         CHECK_ST(nd_srq_receive(srq, (void *)i, sges, 2), ND_SUCCESS);
     CHECK_ST(nd_srq_receive(srq, (void *)9, sges, 1), ND_NO_MORE_ENTRIES);
+    /* The SRQ remembers the registration its last post used: a deregistration is seen. */
+    nd_mr *mr3;
+    CHECK_ST(nd_adapter_create_memory_region(a, port, &mr3), ND_SUCCESS);
+    CHECK_ST(nd_mr_register(mr3, buf, sizeof(buf), ND_MR_FLAG_ALLOW_LOCAL_WRITE, &rov), ND_SUCCESS);
+    nd_sge s3 = { buf, 8, nd_mr_get_local_token(mr3) };
+    CHECK_ST(nd_srq_receive(srq, NULL, &s3, 1), ND_NO_MORE_ENTRIES);   /* registered; the queue is full */
+    CHECK_ST(nd_mr_deregister(mr3, &rov), ND_SUCCESS);
+    CHECK_ST(nd_srq_receive(srq, NULL, &s3, 1), ND_ACCESS_VIOLATION);
+    CHECK_ST(nd_mr_close(mr3), ND_SUCCESS);
     struct nd_srq_share share;
     nd_srq_export(srq, &share);
     entries = share.entries;

@@ -160,6 +160,7 @@ struct nd_adapter {
     uint32_t *mtab_free;            /* private free list of indices */
     uint32_t mtab_nfree;
     uint8_t *mtab_key;              /* private: next key per index */
+    _Atomic uint32_t mtab_gen;      /* bumped before any entry changes (nd_mtab_memo) */
     int ro_fd;                      /* our region re-opened read-only, for peers; -1 until needed */
     struct nd_fd_ref ro_ref;        /* ro_fd as peers name it */
     void *progress_engine;          /* iwarp's progress thread, started with the first connection */

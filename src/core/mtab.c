@@ -49,8 +49,10 @@ void nd_mtab_free(struct nd_adapter *a, uint32_t index)
 }
 
 /* Writers of one entry are serialised by its owning object; readers use the seqlock. */
-static void entry_write_begin(struct nd_mtab_entry *e)
+static void entry_write_begin(struct nd_adapter *a, struct nd_mtab_entry *e)
 {
+    /* Before the entry changes: a memo read after this sees a new generation. */
+    atomic_fetch_add_explicit(&a->mtab_gen, 1, memory_order_seq_cst);
     atomic_store_explicit(&e->seq, atomic_load_explicit(&e->seq, memory_order_relaxed) + 1,
                           memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
@@ -68,7 +70,7 @@ uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, ui
     struct nd_mtab_entry *e = &a->mtab[index];
     uint32_t token = index << 8 | ++a->mtab_key[index];
 
-    entry_write_begin(e);
+    entry_write_begin(a, e);
     __atomic_store_n(&e->addr, addr, __ATOMIC_RELAXED);
     __atomic_store_n(&e->length, len, __ATOMIC_RELAXED);
     __atomic_store_n(&e->access, access, __ATOMIC_RELAXED);
@@ -87,7 +89,7 @@ void nd_mtab_revoke(struct nd_adapter *a, uint32_t index)
 {
     struct nd_mtab_entry *e = &a->mtab[index];
 
-    entry_write_begin(e);
+    entry_write_begin(a, e);
     __atomic_store_n(&e->token, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->access, 0, __ATOMIC_RELAXED);
     entry_write_end(e);
@@ -99,39 +101,65 @@ nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uin
     return nd_mtab_check_share(table, entries, token, addr, len, need, NULL);
 }
 
-nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
-                              uint64_t addr, uint64_t len, uint32_t need, struct nd_mtab_share *share)
+/* Entry @index as one consistent snapshot (its seqlock), or false. */
+static bool entry_read(const struct nd_mtab_entry *e, struct nd_mtab_entry *out, bool share)
 {
-    uint32_t index = ND_TOKEN_INDEX(token), seq, etoken, access;
-    uint64_t eaddr, elen;
-    struct nd_mtab_share sh = { 0 };
-
-    if (index == 0 || index >= entries)
-        return ND_ACCESS_VIOLATION;
-    const struct nd_mtab_entry *e = &table[index];
+    uint32_t seq;
     int tries = 0;
+
     do {
         if (++tries > 1000)   /* a writer stuck mid-update (or a hostile table): refuse */
-            return ND_ACCESS_VIOLATION;
+            return false;
         seq = atomic_load_explicit(&e->seq, memory_order_acquire);
-        etoken = __atomic_load_n(&e->token, __ATOMIC_RELAXED);
-        access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
-        eaddr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
-        elen = __atomic_load_n(&e->length, __ATOMIC_RELAXED);
+        out->token = __atomic_load_n(&e->token, __ATOMIC_RELAXED);
+        out->access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
+        out->addr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
+        out->length = __atomic_load_n(&e->length, __ATOMIC_RELAXED);
         if (share) {
-            sh.ino = __atomic_load_n(&e->share.ino, __ATOMIC_RELAXED);
-            sh.base = __atomic_load_n(&e->share.base, __ATOMIC_RELAXED);
-            sh.size = __atomic_load_n(&e->share.size, __ATOMIC_RELAXED);
-            sh.fd = __atomic_load_n(&e->share.fd, __ATOMIC_RELAXED);
+            out->share.ino = __atomic_load_n(&e->share.ino, __ATOMIC_RELAXED);
+            out->share.base = __atomic_load_n(&e->share.base, __ATOMIC_RELAXED);
+            out->share.size = __atomic_load_n(&e->share.size, __ATOMIC_RELAXED);
+            out->share.fd = __atomic_load_n(&e->share.fd, __ATOMIC_RELAXED);
         }
         atomic_thread_fence(memory_order_acquire);
     } while ((seq & 1) || seq != atomic_load_explicit(&e->seq, memory_order_relaxed));
-    if (etoken != token || (access & need) != need)
-        return ND_ACCESS_VIOLATION;
-    /* [addr, addr+len) inside [eaddr, eaddr+elen), written so that nothing overflows. */
-    if (addr < eaddr || addr - eaddr > elen || len > elen - (addr - eaddr))
+    return true;
+}
+
+/* Does the snapshot grant @need over [addr, addr+len) to @token? */
+static bool entry_grants(const struct nd_mtab_entry *e, uint32_t token, uint64_t addr, uint64_t len, uint32_t need)
+{
+    if (e->token != token || (e->access & need) != need)
+        return false;
+    /* [addr, addr+len) inside [e->addr, e->addr+e->length), written so that nothing overflows. */
+    return addr >= e->addr && addr - e->addr <= e->length && len <= e->length - (addr - e->addr);
+}
+
+nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
+                              uint64_t addr, uint64_t len, uint32_t need, struct nd_mtab_share *share)
+{
+    uint32_t index = ND_TOKEN_INDEX(token);
+    struct nd_mtab_entry e = { 0 };
+
+    if (index == 0 || index >= entries || !entry_read(&table[index], &e, share != NULL) ||
+        !entry_grants(&e, token, addr, len, need))
         return ND_ACCESS_VIOLATION;
     if (share)
-        *share = sh;
+        *share = e.share;
+    return ND_SUCCESS;
+}
+
+nd_status nd_mtab_check_fill(struct nd_adapter *a, struct nd_mtab_memo *memo, uint32_t token,
+                             uint64_t addr, uint64_t len, uint32_t need)
+{
+    /* The generation first: a change after this load makes the memo stale, never wrong. */
+    uint32_t gen = atomic_load_explicit(&a->mtab_gen, memory_order_acquire), index = ND_TOKEN_INDEX(token);
+    struct nd_mtab_entry e;
+
+    if (index == 0 || index >= ND_MTAB_ENTRIES || !entry_read(&a->mtab[index], &e, false) ||
+        !entry_grants(&e, token, addr, len, need))
+        return ND_ACCESS_VIOLATION;
+    *memo = (struct nd_mtab_memo){ .gen = gen, .token = token, .access = e.access, .addr = e.addr,
+                                   .len = e.length };
     return ND_SUCCESS;
 }

@@ -115,6 +115,7 @@ struct nd_qp {
     uint32_t rq_depth, iq_depth, rq_sge, iq_sge, inline_size;
     uint32_t rq_entries, iq_entries;
     struct nd_lock lock;            /* posting, state, transport connection */
+    struct nd_mtab_memo reg_memo;   /* under lock: the registration its posts used last */
     enum nd_qp_state state;
     nd_status error;
     /* initiator queue */
@@ -167,7 +168,7 @@ void nd_qp_fail_locked(struct nd_qp *qp, nd_status status);
 void nd_qp_fail(struct nd_qp *qp, nd_status status);
 /* Carry out a Bind or Invalidate now, in its turn (QP lock held). */
 nd_status nd_qp_local_op(struct nd_qp *qp, const struct nd_wr *wr);
-/* Are the local SGEs of @wr registered with the rights it needs (INLINE needs none)? */
+/* Are the local SGEs of @wr registered with the rights it needs (INLINE needs none)? QP lock held. */
 bool nd_qp_local_sges_ok(struct nd_qp *qp, const struct nd_wr *wr);
 nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
                        uint32_t rq_depth, uint32_t iq_depth, uint32_t rq_sge, uint32_t iq_sge,

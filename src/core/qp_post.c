@@ -42,15 +42,10 @@ static uint64_t sge_total(const nd_sge *sge, uint32_t nsge)
     return t;
 }
 
-/* Do the SGEs lie in registered memory of this adapter with @need rights? */
+/* Do the SGEs lie in registered memory of this adapter with @need rights? QP lock held. */
 static bool sges_registered(struct nd_qp *qp, const nd_sge *sge, uint32_t nsge, uint32_t need)
 {
-    for (uint32_t i = 0; i < nsge; i++)
-        if (sge[i].buffer_length &&
-            nd_mtab_check(qp->adapter->mtab, ND_MTAB_ENTRIES, sge[i].memory_region_token,
-                          (uintptr_t)sge[i].buffer, sge[i].buffer_length, need) != ND_SUCCESS)
-            return false;
-    return true;
+    return nd_sges_registered(qp->adapter, &qp->reg_memo, sge, nsge, need);
 }
 
 /* Reserve the next initiator slot (QP lock held). */
@@ -177,9 +172,11 @@ ND_API nd_status nd_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t
     total = sge_total(sge, nsge);
     if (total > nd_limits.max_transfer_length)
         return ND_BUFFER_OVERFLOW;
-    if (!sges_registered(qp, sge, nsge, ND_ACCESS_LOCAL_WRITE))
-        return ND_ACCESS_VIOLATION;
     nd_lock_acquire(&qp->lock);
+    if (!sges_registered(qp, sge, nsge, ND_ACCESS_LOCAL_WRITE)) {
+        st = ND_ACCESS_VIOLATION;
+        goto out;
+    }
     k = qp->rq_posted;
     if (k - atomic_load_explicit(&qp->rq_expected, memory_order_acquire) >= qp->rq_depth) {
         st = ND_NO_MORE_ENTRIES;

@@ -23,6 +23,7 @@ struct nd_srq {
     struct nd_adapter *adapter;
     struct nd_ovobj ov;             /* pending notifies */
     struct nd_lock lock;            /* posting, slots (data path: see lock.h) */
+    struct nd_mtab_memo reg_memo;   /* under lock: the registration its posts used last */
     uint32_t depth, max_sge, threshold, entries;
     uint16_t group;
     uintptr_t affinity;
@@ -291,13 +292,10 @@ ND_API nd_status nd_srq_receive(nd_srq *s, void *ctx, const nd_sge *sge, uint32_
         total += sge[i].buffer_length;
     if (total > nd_limits.max_transfer_length)
         return ND_BUFFER_OVERFLOW;
-    for (uint32_t i = 0; i < nsge; i++)
-        if (sge[i].buffer_length &&
-            nd_mtab_check(s->adapter->mtab, ND_MTAB_ENTRIES, sge[i].memory_region_token,
-                          (uintptr_t)sge[i].buffer, sge[i].buffer_length, ND_ACCESS_LOCAL_WRITE) != ND_SUCCESS)
-            return ND_ACCESS_VIOLATION;
     nd_lock_acquire(&s->lock);
-    if (s->outstanding >= s->depth || !s->nfree) {
+    if (!nd_sges_registered(s->adapter, &s->reg_memo, sge, nsge, ND_ACCESS_LOCAL_WRITE)) {
+        st = ND_ACCESS_VIOLATION;
+    } else if (s->outstanding >= s->depth || !s->nfree) {
         st = ND_NO_MORE_ENTRIES;
     } else {
         uint32_t id = s->free_ids[--s->nfree], t = atomic_load_explicit(&s->ctl->tail, memory_order_relaxed);
