@@ -1,0 +1,49 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Waits for a CPU placement and measures in it. On this kind of host the two CPUs' distance
+# changes by the minute (README, "CPU placement"): the raw spin's 8 B half round trip reads
+# 0.035-0.045 us "near", 0.06-0.09 "mid", 0.2-0.5 "far", and a placement that fits a target
+# may last a minute in an hour. Every $EVERY seconds a short raw spin says where the CPUs
+# are; when it reads below the threshold, $ROUNDS interleaved rounds of the raw spin,
+# netdirect shm (nd_pingpong, polling) and UCX posix (tag_lat) run at once, one line each.
+# At the end: per placement class, the median of each round's ratios.
+# Usage: bench/shm_watch.sh [build-dir] [minutes] [threshold-us]   (defaults: build 30 0.1)
+set -u
+build=${1:-build}
+minutes=${2:-30}
+threshold=${3:-0.1}
+ROUNDS=${ROUNDS:-3}
+EVERY=${EVERY:-20}
+ITERS=${ITERS:-200000}
+PORT_BASE=28500
+. "$(dirname "$0")/lib.sh"
+
+class() { awk -v s="$1" 'BEGIN { print s < 0.05 ? "near" : s < 0.1 ? "mid" : "far" }'; }
+
+end=$(($(date +%s) + minutes * 60))
+echo "| time | raw spin (us) | placement | netdirect shm | UCX posix | netdirect / spin | netdirect / UCX |"
+echo "|---|---|---|---|---|---|---|"
+while [ "$(date +%s)" -lt "$end" ]; do
+    probe=$(raw_spin 8 20000)
+    if awk -v s="$probe" -v t="$threshold" 'BEGIN { exit !(s < t) }'; then
+        for r in $(seq "$ROUNDS"); do
+            spin=$(raw_spin 8 "$ITERS")
+            nd=$(nd_pair nd_pingpong -S 8 -i "$ITERS" | field latency_us)
+            ucx=$(ucx_run posix,self)
+            [ -n "$ucx" ] || ucx=n/a
+            c=$(class "$spin")
+            echo "$c $(ratio "$nd" "$spin") $(ratio "$nd" "$ucx")" >> "$tmp/rounds"
+            echo "| $(date +%T) | $spin | $c | $nd | $ucx | $(ratio "$nd" "$spin") | $(ratio "$nd" "$ucx") |"
+        done
+    fi
+    sleep "$EVERY"
+done
+echo
+echo "| placement | rounds | netdirect / spin (median) | netdirect / UCX (median) |"
+echo "|---|---|---|---|"
+for c in near mid far; do
+    n=$(awk -v c="$c" '$1 == c' "$tmp/rounds" 2>/dev/null | wc -l)
+    [ "$n" -gt 0 ] || continue
+    echo "| $c | $n | $(awk -v c="$c" '$1 == c { print $2 }' "$tmp/rounds" | median) |" \
+         "$(awk -v c="$c" '$1 == c && $3 != "n/a" { print $3 }' "$tmp/rounds" | median) |"
+done
