@@ -80,6 +80,7 @@ report() {
     bw_row "**netdirect shm RDMA Write**, nd_alloc_memory buffers (nd_rping -w -a)" nd_shm_write_alloc nd_shm_write_alloc
     bw_row "**netdirect shm Send**, nd_alloc_memory buffers (nd_ping -a)" nd_shm_send_alloc nd_shm_send_alloc
     bw_row "ucx_perftest tag_bw, sm" ucx_sm nd_shm_write
+    bw_row "ucx_perftest ucp_put_bw, sm (buffers from ucp_mem_map, which the peer maps: against nd_alloc_memory Writes)" ucx_sm_put nd_shm_write_alloc
     bw_row "raw TCP stream" raw_tcp nd_iwarp_write
     bw_row "**netdirect iwarp RDMA Write** (nd_rping -w)" nd_iwarp_write nd_iwarp_write
     bw_row "**netdirect iwarp Send** (nd_ping)" nd_iwarp_send nd_iwarp_send
