@@ -5,7 +5,8 @@
 # 0.035-0.045 us "near", 0.06-0.09 "mid", 0.2-0.5 "far", and a placement that fits a target
 # may last a minute in an hour. Every $EVERY seconds a short raw spin says where the CPUs
 # are; when it reads below the threshold, $ROUNDS interleaved rounds of the raw spin,
-# netdirect shm (nd_pingpong, polling) and UCX posix (tag_lat) run at once, one line each.
+# netdirect shm (nd_pingpong, polling; then again with -P, a pause instruction after each
+# empty poll, as the raw spin's loop has) and UCX posix (tag_lat) run at once, one line each.
 # At the end: per placement class, the median of each round's ratios.
 # Usage: bench/shm_watch.sh [build-dir] [minutes] [threshold-us]   (defaults: build 30 0.1)
 set -u
@@ -20,30 +21,33 @@ PORT_BASE=28500
 
 class() { awk -v s="$1" 'BEGIN { print s < 0.05 ? "near" : s < 0.1 ? "mid" : "far" }'; }
 
-end=$(($(date +%s) + minutes * 60))
-echo "| time | raw spin (us) | placement | netdirect shm | UCX posix | netdirect / spin | netdirect / UCX |"
-echo "|---|---|---|---|---|---|---|"
+end=$(awk -v now="$(date +%s)" -v m="$minutes" 'BEGIN { printf "%d", now + m * 60 }')
+echo "| time | raw spin (us) | placement | netdirect shm | with -P | UCX posix | netdirect / spin | -P / spin | netdirect / UCX |"
+echo "|---|---|---|---|---|---|---|---|---|"
 while [ "$(date +%s)" -lt "$end" ]; do
     probe=$(raw_spin 8 20000)
     if awk -v s="$probe" -v t="$threshold" 'BEGIN { exit !(s < t) }'; then
         for r in $(seq "$ROUNDS"); do
             spin=$(raw_spin 8 "$ITERS")
             nd=$(nd_pair nd_pingpong -S 8 -i "$ITERS" | field latency_us)
+            ndp=$(ND_SERVER_ARGS=-P nd_pair nd_pingpong -S 8 -i "$ITERS" -P | field latency_us)
             ucx=$(ucx_run posix,self)
             [ -n "$ucx" ] || ucx=n/a
             c=$(class "$spin")
-            echo "$c $(ratio "$nd" "$spin") $(ratio "$nd" "$ucx")" >> "$tmp/rounds"
-            echo "| $(date +%T) | $spin | $c | $nd | $ucx | $(ratio "$nd" "$spin") | $(ratio "$nd" "$ucx") |"
+            echo "$c $(ratio "$nd" "$spin") $(ratio "$nd" "$ucx") $(ratio "$ndp" "$spin")" >> "$tmp/rounds"
+            echo "| $(date +%T) | $spin | $c | $nd | $ndp | $ucx | $(ratio "$nd" "$spin") | $(ratio "$ndp" "$spin") |" \
+                 "$(ratio "$nd" "$ucx") |"
         done
     fi
     sleep "$EVERY"
 done
 echo
-echo "| placement | rounds | netdirect / spin (median) | netdirect / UCX (median) |"
-echo "|---|---|---|---|"
+echo "| placement | rounds | netdirect / spin (median) | with -P / spin | netdirect / UCX (median) |"
+echo "|---|---|---|---|---|"
 for c in near mid far; do
     n=$(awk -v c="$c" '$1 == c' "$tmp/rounds" 2>/dev/null | wc -l)
     [ "$n" -gt 0 ] || continue
     echo "| $c | $n | $(awk -v c="$c" '$1 == c { print $2 }' "$tmp/rounds" | median) |" \
+         "$(awk -v c="$c" '$1 == c { print $4 }' "$tmp/rounds" | median) |" \
          "$(awk -v c="$c" '$1 == c && $3 != "n/a" { print $3 }' "$tmp/rounds" | median) |"
 done

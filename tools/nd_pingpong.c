@@ -4,7 +4,7 @@
  * echoes; latency is half the round trip. -p polls the CQ (default), -b arms it and
  * sleeps in GetOverlappedResult.
  *   nd_pingpong -s <ip>[:port]       server
- *   nd_pingpong -c <ip>[:port]       client   [-b|-p] [-n sge] [-S size] [-i iterations] [--json]
+ *   nd_pingpong -c <ip>[:port]       client   [-b|-p] [-P] [-n sge] [-S size] [-i iterations] [--json]
  */
 #include "nd_tool.h"
 
@@ -55,7 +55,7 @@ static void run_size(struct tool_ep *e, const struct tool_opts *o, uint32_t size
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: nd_pingpong -s|-c <ip>[:port] [-b|-p] [-n sge] [-S size] [-M max size] "
+    fprintf(stderr, "usage: nd_pingpong -s|-c <ip>[:port] [-b|-p] [-P] [-n sge] [-S size] [-M max size] "
                     "[-i iterations] [-a] [--json]\n");
     exit(2);
 }
@@ -66,13 +66,14 @@ int main(int argc, char **argv)
     struct tool_opts o = { .nsge = 1, .max_size = 1u << 20 };
     uint32_t sizes[32], nsizes = 0, hdr[3];
 
-    if (!tool_parse(argc, argv, "bpnSMia", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > 32 || o.max_size > MAX_SIZE ||
+    if (!tool_parse(argc, argv, "bpnSMiaP", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > 32 || o.max_size > MAX_SIZE ||
         o.size > MAX_SIZE)
         usage();
     bool blocking = o.blocking;
     e.shared = o.shared_mem;
     tool_open(&e, &o.addr, 2 * MAX_SIZE, 64, o.nsge);
     e.blocking = blocking;
+    e.pause_polls = o.pause_polls;
     if (o.server) {
         nd_sge rsge = { (uint8_t *)e.buf + MAX_SIZE, MAX_SIZE, e.token };
 

@@ -28,6 +28,7 @@ struct tool_ep {
     size_t len;
     uint32_t token;
     bool blocking;
+    bool pause_polls;               /* -P: a pause instruction after each empty poll */
     bool shared;                    /* buf from nd_alloc_memory (set before tool_open: -a) */
 };
 
@@ -72,7 +73,7 @@ static inline bool tool_local_addr(const struct sockaddr_in *dest, struct sockad
 
 /* The options ND's tools share; each tool accepts the subset its letters name. */
 struct tool_opts {
-    bool server, json, blocking, read, shared_mem;
+    bool server, json, blocking, read, shared_mem, pause_polls;
     struct sockaddr_in addr;
     uint32_t nsge, depth, size, max_size, iters;
 };
@@ -80,7 +81,8 @@ struct tool_opts {
 /*
  * -s|-c <ip>[:port] and --json always; then any of -b -p (blocking, polling), -w -r (Write,
  * Read), -n sge, -q depth, -S size, -M max size, -i iterations, -a (buffers from
- * nd_alloc_memory, which same-host peers map) that @accept lists. The caller sets the
+ * nd_alloc_memory, which same-host peers map), -P (polling: a pause instruction after each
+ * empty poll, as a spin loop on a CPU's sibling thread should) that @accept lists. The caller sets the
  * defaults in @o first. false: a bad or incomplete command line.
  */
 static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_t def_port, struct tool_opts *o)
@@ -112,6 +114,7 @@ static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_
         case 'i': o->iters = (uint32_t)atoi(optarg); break;
         case 'j': o->json = true; break;
         case 'a': o->shared_mem = true; break;
+        case 'P': o->pause_polls = true; break;
         default: return false;
         }
     }
@@ -285,6 +288,10 @@ static inline nd_result tool_next_any(struct tool_ep *e)
     for (;;) {
         if (nd_cq_get_results(e->cq, &r, 1) == 1)
             return r;
+#if defined(__x86_64__) || defined(__i386__)
+        if (e->pause_polls)
+            __builtin_ia32_pause();
+#endif
         if (e->blocking)
             TOOL_CHECK(tool_wait(nd_cq_notify(e->cq, ND_CQ_NOTIFY_ANY, &ov), &ov));
     }
