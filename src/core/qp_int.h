@@ -16,12 +16,13 @@
 #define ND_QP_REGION_VERSION 3u
 /*
  * Message slots, one per inbound ring position: Sends up to the slot size are copied in by
- * the peer and out by us (two memcpy beat a cross-memory call, a system call, below a few
- * KiB). A QP's slots stay within ND_SLOT_BUDGET: deep receive queues get smaller slots.
+ * the peer and out by us (two memcpy beat a cross-memory call up to 64 KiB here: the call
+ * costs ~2 us whatever its size). A QP's slots stay within ND_SLOT_BUDGET: deep receive
+ * queues get smaller slots (docs/design-shm.md).
  */
 #define ND_SLOT_MIN 256u
-#define ND_SLOT_MAX 16384u
-#define ND_SLOT_BUDGET (1u << 20)
+#define ND_SLOT_MAX 65536u
+#define ND_SLOT_BUDGET (2u << 20)
 uint32_t nd_qp_slot_size(uint32_t rq_entries);
 
 enum nd_wire_state { ND_WIRE_ACTIVE = 0, ND_WIRE_TERMINATED = 1 };
