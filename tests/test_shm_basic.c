@@ -13,7 +13,7 @@ struct hello {
     uint32_t token;
 };
 
-static const uint32_t sizes[] = { 0, 1, 255, 256, 257, 4096, 65536, BUF / 2 };
+static const uint32_t sizes[] = { 0, 1, 255, 256, 257, 4096, 16385, 32768, 65536, 65537, BUF / 2 };
 
 static void server(int port_pipe)
 {

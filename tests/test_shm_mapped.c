@@ -22,7 +22,7 @@
 #define PLAIN (1u << 20)
 #define ALLOC ((3u << 20) + 100)
 #define REGION (2u << 20)
-#define BIG_SEND (64u << 10)                /* more than any message slot */
+#define BIG_SEND ((64u << 10) + 4096)       /* more than the largest message slot */
 
 struct hello {
     uint64_t mapped, plain;
