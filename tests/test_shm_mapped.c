@@ -23,6 +23,8 @@
 #define ALLOC ((3u << 20) + 100)
 #define REGION (2u << 20)
 #define BIG_SEND ((64u << 10) + 4096)       /* more than the largest message slot */
+#define MID_SEND (32u << 10)                /* fits a slot, above what always takes one */
+#define SENDS_AT (REGION - BIG_SEND - MID_SEND) /* the receives; the Writes fill what is below */
 
 struct hello {
     uint64_t mapped, plain;
@@ -127,17 +129,23 @@ static void server(int port_pipe)
     h = (struct hello){ (uintptr_t)region, (uintptr_t)s.buf, nd_mr_get_remote_token(mr), s.token };
     port = t_listen(&s);
     CHECK(write(port_pipe, &port, sizeof(port)) == sizeof(port));
+    nd_sge rm = { region + SENDS_AT, MID_SEND, nd_mr_get_local_token(mr) };
     nd_sge rs = { region + REGION - BIG_SEND, BIG_SEND, nd_mr_get_local_token(mr) };
-    CHECK_ST(nd_qp_receive(s.qp, (void *)1, &rs, 1), ND_SUCCESS);
+    CHECK_ST(nd_qp_receive(s.qp, (void *)1, &rm, 1), ND_SUCCESS);
+    CHECK_ST(nd_qp_receive(s.qp, (void *)2, &rs, 1), ND_SUCCESS);
     t_accept(&s, 8, &h, sizeof(h));
 
-    /* The client's Writes, then its big Send, land in the allocation. */
+    /* The client's Writes, then its two Sends, land in the allocation. */
     nd_result r = t_poll_one(s.cq, 5000);
+    CHECK(r.status == ND_SUCCESS && r.request_type == ND_REQUEST_TYPE_RECEIVE && r.bytes_transferred == MID_SEND);
+    for (uint32_t i = 0; i < MID_SEND; i++)
+        CHECK(region[SENDS_AT + i] == pattern(5, i));
+    r = t_poll_one(s.cq, 5000);
     CHECK(r.status == ND_SUCCESS && r.request_type == ND_REQUEST_TYPE_RECEIVE && r.bytes_transferred == BIG_SEND);
     for (uint32_t i = 0; i < BIG_SEND; i++)
         CHECK(region[REGION - BIG_SEND + i] == pattern(2, i));
     CHECK(read(go[0], &c, 1) == 1);
-    for (uint32_t i = 0; i < REGION - BIG_SEND; i++)
+    for (uint32_t i = 0; i < SENDS_AT; i++)
         CHECK(region[i] == pattern(1, i));
 
     /* A second allocation once the first is gone. */
@@ -205,8 +213,8 @@ int main(void)
     sealed = !over_iwarp() && forbid_cross_memory();
 
     /* 1 MiB at a time, then the rest of the region but the receive at its end. */
-    for (uint32_t off = 0; off < REGION - BIG_SEND; off += PLAIN / 2) {
-        uint32_t len = REGION - BIG_SEND - off < PLAIN / 2 ? REGION - BIG_SEND - off : PLAIN / 2;
+    for (uint32_t off = 0; off < SENDS_AT; off += PLAIN / 2) {
+        uint32_t len = SENDS_AT - off < PLAIN / 2 ? SENDS_AT - off : PLAIN / 2;
         nd_sge w = { s.buf, len, s.token };
 
         for (uint32_t i = 0; i < len; i++)
@@ -223,6 +231,13 @@ int main(void)
     CHECK(r.status == ND_SUCCESS && r.request_type == ND_REQUEST_TYPE_READ);
     for (uint32_t i = 0; i < PLAIN / 2; i++)
         CHECK(s.buf[PLAIN / 2 + i] == pattern(1, 1000 + i));
+    /* A Send that fits a slot but goes straight into the mapped receive (one memcpy). */
+    for (uint32_t i = 0; i < MID_SEND; i++)
+        s.buf[i] = pattern(5, i);
+    nd_sge mid = { s.buf, MID_SEND, s.token };
+    CHECK_ST(nd_qp_send(s.qp, NULL, &mid, 1, 0), ND_SUCCESS);
+    r = t_poll_one(s.cq, 5000);
+    CHECK(r.status == ND_SUCCESS && r.request_type == ND_REQUEST_TYPE_SEND);
     /* Two pieces, so that the peer's stream copy crosses a local buffer boundary. */
     for (uint32_t i = 0; i < BIG_SEND; i++)
         s.buf[i] = pattern(2, i);

@@ -26,6 +26,9 @@
 #define LIVENESS_NS (50ull * 1000000)         /* how often a polled QP checks its peer */
 #define MAX_IOV 64
 #define PEER_MAPS 8                           /* the peer's allocations we keep mapped */
+/* Sends up to this size go through the peer's slot without a look at its receive: above
+ * it, a receive in memory we can map takes one memcpy instead of two. */
+#define SLOT_ONLY_MAX (16u << 10)
 
 /* A peer's nd_alloc_memory allocation as we map it. */
 struct peer_map {
@@ -272,12 +275,66 @@ static nd_status next_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t *k,
     return ND_SUCCESS;
 }
 
+/*
+ * Place a Send straight into the peer's receive buffers: one memcpy through our views when
+ * every piece lies in memory the peer allocated with nd_alloc_memory, else one cross-memory
+ * call. With @slot_ok (the message fits the peer's slot) anything but the memcpy is left to
+ * the slot instead (*use_slot): two copies beat a cross-memory call up to the slot size, and
+ * the receiver then judges the length and its buffers itself, as for any slot message.
+ */
+static nd_status place_direct(struct shm_conn *c, const struct nd_wr *wr, const struct nd_rwqe *w, uint32_t max_sge,
+                              bool slot_ok, bool *use_slot, nd_status *status)
+{
+    uint32_t nsge = __atomic_load_n(&w->nsge, __ATOMIC_RELAXED), total = __atomic_load_n(&w->total, __ATOMIC_RELAXED);
+    struct iovec remote[MAX_IOV];
+    uint8_t *views[MAX_IOV];
+    uint64_t left = wr->total;
+    bool viewed = true;
+    int n = 0;
+
+    *use_slot = slot_ok;
+    if (nsge > max_sge)
+        return ND_INTERNAL_ERROR;
+    if (wr->total > total) {
+        *status = ND_DATA_OVERRUN;          /* the receiver reports it; iWARP senders succeed */
+        return ND_SUCCESS;
+    }
+    for (uint32_t i = 0; i < nsge && left && n < MAX_IOV; i++) {
+        struct nd_rwqe_sge s;
+        struct nd_mtab_share sh;
+
+        memcpy(&s, &w->sge[i], sizeof(s));
+        uint32_t len = s.length < left ? s.length : (uint32_t)left;
+        if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, s.token, s.addr, len, ND_ACCESS_LOCAL_WRITE, &sh))
+            return ND_ACCESS_VIOLATION;
+        views[n] = peer_view(c, &sh, s.addr, len);
+        viewed &= views[n] != NULL;
+        remote[n++] = (struct iovec){ (void *)(uintptr_t)s.addr, len };
+        left -= len;
+    }
+    if (left)
+        return ND_ACCESS_VIOLATION;
+    if (viewed) {
+        struct sge_stream from = { wr->sge, 0, 0 };
+
+        for (int i = 0; i < n; i++)
+            stream_copy(&from, views[i], remote[i].iov_len, true);
+        *use_slot = false;
+        return ND_SUCCESS;
+    }
+    if (slot_ok)
+        return ND_SUCCESS;
+    *use_slot = false;
+    return cma(c, wr, remote, n, true);
+}
+
 static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     const struct nd_rwqe *w;
-    uint32_t k, nsge, total, max_sge = c->psrq ? c->psrq_max_sge : c->peer_max_sge;
+    uint32_t k, max_sge = c->psrq ? c->psrq_max_sge : c->peer_max_sge;
     nd_status st = next_receive(qp, c, &k, &w), status = ND_SUCCESS;
     uint8_t flags = wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? ND_CQE_SOLICITED : 0;
+    bool slot_ok = wr->total <= c->peer_slot_size, use_slot = slot_ok;
     struct nd_cqe *e;
 
     if (st != ND_SUCCESS)
@@ -288,48 +345,16 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
         flags |= ND_CQE_INLINE_DATA;
         goto publish;
     }
-    if (wr->total <= c->peer_slot_size) {
+    if (wr->total > SLOT_ONLY_MAX || !slot_ok) {
+        st = place_direct(c, wr, w, max_sge, slot_ok, &use_slot, &status);
+        if (st != ND_SUCCESS && !(slot_ok && st == ND_ACCESS_VIOLATION))
+            return st;
+    }
+    if (use_slot) {
         /* The slot that goes with the ring position this completion will take. */
         gather(wr, c->peer_region + c->pl.slots + (size_t)(c->pprod.prod & c->pprod.mask) * c->peer_slot_size);
         flags |= ND_CQE_INLINE;
-        goto publish;
-    }
-    nsge = __atomic_load_n(&w->nsge, __ATOMIC_RELAXED);
-    total = __atomic_load_n(&w->total, __ATOMIC_RELAXED);
-    if (nsge > max_sge)
-        return ND_INTERNAL_ERROR;
-    if (wr->total > total) {
-        status = ND_DATA_OVERRUN;           /* the receiver reports it; iWARP senders succeed */
-    } else {
-        struct iovec remote[MAX_IOV];
-        uint8_t *views[MAX_IOV];
-        uint64_t left = wr->total;
-        bool viewed = true;
-        int n = 0;
-
-        for (uint32_t i = 0; i < nsge && left && n < MAX_IOV; i++) {
-            struct nd_rwqe_sge s;
-            struct nd_mtab_share sh;
-
-            memcpy(&s, &w->sge[i], sizeof(s));
-            uint32_t len = s.length < left ? s.length : (uint32_t)left;
-            if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, s.token, s.addr, len, ND_ACCESS_LOCAL_WRITE, &sh))
-                return ND_ACCESS_VIOLATION;
-            views[n] = peer_view(c, &sh, s.addr, len);
-            viewed &= views[n] != NULL;
-            remote[n++] = (struct iovec){ (void *)(uintptr_t)s.addr, len };
-            left -= len;
-        }
-        if (left)
-            return ND_ACCESS_VIOLATION;
-        if (viewed) {
-            struct sge_stream from = { wr->sge, 0, 0 };
-
-            for (int i = 0; i < n; i++)
-                stream_copy(&from, views[i], remote[i].iov_len, true);
-        } else if ((st = cma(c, wr, remote, n, true)) != ND_SUCCESS) {
-            return st;
-        }
+        status = ND_SUCCESS;
     }
 publish:
     nd_ring_learn_cons(&c->pprod, atomic_load_explicit(&qp->peer_consumed, memory_order_relaxed));
