@@ -139,7 +139,7 @@ nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entrie
                               uint64_t addr, uint64_t len, uint32_t need, struct nd_mtab_share *share)
 {
     uint32_t index = ND_TOKEN_INDEX(token);
-    struct nd_mtab_entry e = { 0 };
+    struct nd_mtab_entry e;     /* share filled by entry_read when asked for */
 
     if (index == 0 || index >= entries || !entry_read(&table[index], &e, share != NULL) ||
         !entry_grants(&e, token, addr, len, need))
