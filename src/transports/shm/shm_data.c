@@ -279,8 +279,9 @@ static nd_status next_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t *k,
  * Place a Send straight into the peer's receive buffers: one memcpy through our views when
  * every piece lies in memory the peer allocated with nd_alloc_memory, else one cross-memory
  * call. With @slot_ok (the message fits the peer's slot) anything but the memcpy is left to
- * the slot instead (*use_slot): two copies beat a cross-memory call up to the slot size, and
- * the receiver then judges the length and its buffers itself, as for any slot message.
+ * the slot instead (*use_slot, ND_SUCCESS): two copies beat a cross-memory call up to the
+ * slot size, and the receiver then judges the length and its buffers itself, as for any
+ * slot message.
  */
 static nd_status place_direct(struct shm_conn *c, const struct nd_wr *wr, const struct nd_rwqe *w, uint32_t max_sge,
                               bool slot_ok, bool *use_slot, nd_status *status)
@@ -296,7 +297,8 @@ static nd_status place_direct(struct shm_conn *c, const struct nd_wr *wr, const 
     if (nsge > max_sge)
         return ND_INTERNAL_ERROR;
     if (wr->total > total) {
-        *status = ND_DATA_OVERRUN;          /* the receiver reports it; iWARP senders succeed */
+        if (!slot_ok)
+            *status = ND_DATA_OVERRUN;      /* the receiver reports it; iWARP senders succeed */
         return ND_SUCCESS;
     }
     for (uint32_t i = 0; i < nsge && left && n < MAX_IOV; i++) {
@@ -306,14 +308,14 @@ static nd_status place_direct(struct shm_conn *c, const struct nd_wr *wr, const 
         memcpy(&s, &w->sge[i], sizeof(s));
         uint32_t len = s.length < left ? s.length : (uint32_t)left;
         if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, s.token, s.addr, len, ND_ACCESS_LOCAL_WRITE, &sh))
-            return ND_ACCESS_VIOLATION;
+            return slot_ok ? ND_SUCCESS : ND_ACCESS_VIOLATION;
         views[n] = peer_view(c, &sh, s.addr, len);
         viewed &= views[n] != NULL;
         remote[n++] = (struct iovec){ (void *)(uintptr_t)s.addr, len };
         left -= len;
     }
     if (left)
-        return ND_ACCESS_VIOLATION;
+        return slot_ok ? ND_SUCCESS : ND_ACCESS_VIOLATION;
     if (viewed) {
         struct sge_stream from = { wr->sge, 0, 0 };
 
@@ -347,14 +349,13 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
     }
     if (wr->total > SLOT_ONLY_MAX || !slot_ok) {
         st = place_direct(c, wr, w, max_sge, slot_ok, &use_slot, &status);
-        if (st != ND_SUCCESS && !(slot_ok && st == ND_ACCESS_VIOLATION))
+        if (st != ND_SUCCESS)
             return st;
     }
     if (use_slot) {
         /* The slot that goes with the ring position this completion will take. */
         gather(wr, c->peer_region + c->pl.slots + (size_t)(c->pprod.prod & c->pprod.mask) * c->peer_slot_size);
         flags |= ND_CQE_INLINE;
-        status = ND_SUCCESS;
     }
 publish:
     nd_ring_learn_cons(&c->pprod, atomic_load_explicit(&qp->peer_consumed, memory_order_relaxed));
