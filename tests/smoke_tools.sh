@@ -19,6 +19,12 @@ echo "$out" | grep -Eq '^\{"size":8,"iterations":2000,"latency_us":[0-9.]+,"cpu_
 out=$("$tools/nd_pingpong" -c "127.0.0.1:$((base + 1))" -b -S 64 -i 500 --json) || fail "nd_pingpong blocking failed"
 wait
 echo "$out" | grep -q '"mode":"blocking"' || fail "nd_pingpong -b output: $out"
+# Three SGEs per message: the server learns the count from the client (its queue pair must
+# take them), past the inline sizes.
+"$tools/nd_pingpong" -s "127.0.0.1:$((base + 30))" 2>/dev/null &
+out=$("$tools/nd_pingpong" -c "127.0.0.1:$((base + 30))" -n 3 -S 4096 -i 500 --json) || fail "nd_pingpong -n 3 failed"
+wait
+echo "$out" | grep -q '"size":4096' || fail "nd_pingpong -n 3 output: $out"
 
 "$tools/nd_conn" -s "127.0.0.1:$((base + 2))" -n 1000000 2>/dev/null &
 server=$!
