@@ -33,6 +33,9 @@ int shm_cm_accept(int listen_fd, pid_t *pid);
 int shm_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t *pid);
 nd_status shm_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect);
 
+/* Is the queue-pair geometry a peer's REQ or REP claims one we accept (sizes, powers of
+ * two, the slot budget, arm slots)? */
+bool shm_geometry_ok(const struct nd_cm_msg *m);
 /* Connect @qp to the peer @pid described by @m (its REQ or REP). The connection socket stays the connector's (it lends it to the QP for liveness). */
 nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord);
 /* A peer CQ's signal descriptor, shared by the connections to it (shm_signal.c). Get

@@ -658,11 +658,14 @@ static void *map_peer_srq(pid_t pid, const struct nd_fd_ref *ref, size_t size)
     return p == MAP_FAILED ? NULL : p;
 }
 
-static bool geometry_ok(const struct nd_cm_msg *m)
+/* The slots must also keep to the budget our own queue pairs keep (nd_qp_slot_size): a
+ * peer claiming 64 KiB slots for 65536 receives would have us map 4 GiB of its memfd. */
+bool shm_geometry_ok(const struct nd_cm_msg *m)
 {
     return m->rq_entries && !(m->rq_entries & (m->rq_entries - 1)) && m->rq_entries <= 65536 &&
            m->max_sge >= 1 && m->max_sge <= nd_limits.max_receive_sge && m->slot_size >= ND_SLOT_MIN &&
            m->slot_size <= ND_SLOT_MAX && !(m->slot_size & (m->slot_size - 1)) &&
+           (m->slot_size == ND_SLOT_MIN || (uint64_t)m->slot_size * m->rq_entries <= ND_SLOT_BUDGET) &&
            m->arm_slot < ND_MAX_CQS_PER_ADAPTER && m->iarm_slot < ND_MAX_CQS_PER_ADAPTER;
 }
 
@@ -670,7 +673,7 @@ nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t 
 {
     struct shm_conn *c = calloc(1, sizeof(*c));
 
-    if (!c || !geometry_ok(m))
+    if (!c || !shm_geometry_ok(m))
         goto err;
     nd_qp_layout(m->rq_entries, m->max_sge, m->slot_size, &c->pl);
     c->peer_slot_size = m->slot_size;
