@@ -10,7 +10,13 @@
 
 #define DEFAULT_PORT 54325
 #define MAX_SIZE (4u << 20)
+#define MAX_SGE 32u     /* per message (-n): the adapter's initiator SGE limit */
 
+/* Every receive takes the buffer's second half. */
+static nd_sge receive_sge(const struct tool_ep *e)
+{
+    return (nd_sge){ (uint8_t *)e->buf + MAX_SIZE, MAX_SIZE, e->token };
+}
 
 /*
  * The server's next receive. Results of different queues come in any order, so our own
@@ -30,8 +36,8 @@ static void run_size(struct tool_ep *e, const struct tool_opts *o, uint32_t size
 {
     uint8_t *buf = e->buf;
     uint32_t per = o->nsge ? (size + o->nsge - 1) / o->nsge : 0, nsge = 0;
-    nd_sge sge[32];
-    nd_sge rsge = { buf + MAX_SIZE, MAX_SIZE, e->token };
+    nd_sge sge[MAX_SGE];
+    nd_sge rsge = receive_sge(e);
     uint32_t flags = size <= 128 ? ND_OP_FLAG_INLINE : 0;
 
     for (uint32_t off = 0; off < size; off += per)
@@ -70,17 +76,17 @@ int main(int argc, char **argv)
     struct tool_opts o = { .nsge = 1, .max_size = 1u << 20 };
     uint32_t sizes[32], nsizes = 0, hdr[3];
 
-    if (!tool_parse(argc, argv, "bpnSMiaP", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > 32 || o.max_size > MAX_SIZE ||
+    if (!tool_parse(argc, argv, "bpnSMiaP", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > MAX_SGE || o.max_size > MAX_SIZE ||
         o.size > MAX_SIZE)
         usage();
     bool blocking = o.blocking;
     e.shared = o.shared_mem;
     /* The server learns each run's SGE count from the client: room for the most. */
-    tool_open(&e, &o.addr, 2 * MAX_SIZE, 64, o.server ? 32 : o.nsge);
+    tool_open(&e, &o.addr, 2 * MAX_SIZE, 64, o.server ? MAX_SGE : o.nsge);
     e.blocking = blocking;
     e.pause_polls = o.pause_polls;
     if (o.server) {
-        nd_sge rsge = { (uint8_t *)e.buf + MAX_SIZE, MAX_SIZE, e.token };
+        nd_sge rsge = receive_sge(&e);
 
         /* Two: the next message's and the spare (run_size). */
         TOOL_CHECK(nd_qp_receive(e.qp, NULL, &rsge, 1));
@@ -103,7 +109,7 @@ int main(int argc, char **argv)
         return 0;
     }
     tool_connect(&e, &o.addr, NULL, NULL);
-    nd_sge spare = { (uint8_t *)e.buf + MAX_SIZE, MAX_SIZE, e.token };
+    nd_sge spare = receive_sge(&e);
     TOOL_CHECK(nd_qp_receive(e.qp, NULL, &spare, 1));   /* run_size */
     nsizes = tool_sizes(&o, sizes);
     if (!o.json)
