@@ -508,6 +508,8 @@ static int dial(struct nd_connector *c, const struct sockaddr *dest, const struc
         if (*t)
             t++;
     }
+    const struct nd_transport_ops *const *first_absent = NULL;
+
     for (; *t; t++) {
         if (!nd_transport_enabled(*t))
             continue;
@@ -515,6 +517,23 @@ static int dial(struct nd_connector *c, const struct sockaddr *dest, const struc
         if (fd != -ENOENT) {
             c->wire = *t;
             break;
+        }
+        if (!first_absent)
+            first_absent = t;
+    }
+    /* A listener opens its endpoints in this list's order, so one that answered by a later
+     * transport has its earlier ones open by now: a listener caught between them would
+     * otherwise give a same-host peer a TCP connection for good. Ask the first absent one
+     * again; the later connection closes before any message went out on it. */
+    if (fd >= 0 && first_absent && first_absent < t) {
+        pid_t pid = c->pid;
+        int again = (*first_absent)->cm_dial(dest, (const struct sockaddr *)&c->local, &pid);
+
+        if (again >= 0) {
+            close(fd);
+            fd = again;
+            c->pid = pid;
+            c->wire = *first_absent;
         }
     }
     return fd;
