@@ -521,11 +521,12 @@ static int dial(struct nd_connector *c, const struct sockaddr *dest, const struc
         if (!first_absent)
             first_absent = t;
     }
-    /* A listener opens its endpoints in this list's order, so one that answered by a later
-     * transport has its earlier ones open by now: a listener caught between them would
+    /* first_absent is set only before the transport that connected. A listener opens its
+     * endpoints in this list's order, so one that answered by a later transport has its
+     * earlier ones open by now: a listener caught between them would
      * otherwise give a same-host peer a TCP connection for good. Ask the first absent one
      * again; the later connection closes before any message went out on it. */
-    if (fd >= 0 && first_absent && first_absent < t) {
+    if (fd >= 0 && first_absent) {
         pid_t pid = c->pid;
         int again = (*first_absent)->cm_dial(dest, (const struct sockaddr *)&c->local, &pid);
 
