@@ -38,7 +38,8 @@ report() {
     echo
     echo "| | 8 B | 4 KiB | netdirect / this, 8 B | 4 KiB |"
     echo "|---|---|---|---|---|"
-    lat_row "raw shared-memory spin (floor)" p raw_shm nd_shm
+    lat_row "raw shared-memory spin, message in the next line (two lines a message)" p raw_shm nd_shm
+    lat_row "raw shared-memory spin, message in the sequence word's line (floor: one line)" p raw_shm1 nd_shm
     lat_row "**netdirect shm** (nd_pingpong -p)" p nd_shm nd_shm
     lat_row "libfabric fi_pingpong -p shm" p fi_shm nd_shm
     lat_row "ucx_perftest tag_lat, posix" p ucx_posix nd_shm

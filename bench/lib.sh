@@ -11,6 +11,9 @@ field() { sed "s/.*\"$1\":\([-0-9.e+]*\).*/\1/"; }
 # The raw shared-memory spin's half round trip (us) for <size> bytes over <iterations>: the
 # floor of same-host latency, and the sign of where the host put our CPUs (README).
 raw_spin() { "$build/bench/raw_shm_pingpong" -S "$1" -i "$2" --json | field latency_us; }
+# The same with the message in the sequence word's line (-1): one line a message, the
+# tighter floor for messages that fit one (the placement classes stay raw_spin's).
+raw_spin1() { "$build/bench/raw_shm_pingpong" -S "$1" -i "$2" -1 --json | field latency_us; }
 
 # A fresh port per run, also from inside pipelines (subshells): the counter lives in a file.
 next_port() {

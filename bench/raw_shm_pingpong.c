@@ -2,8 +2,11 @@
 /*
  * The floor for same-host ping-pong: two processes spinning on a shared cache line, each
  * copying an 8-byte (or -S size) message into a shared buffer and bumping a sequence
- * word. No library, no queues: what netdirect's shm path is measured against.
- *   raw_shm_pingpong [-S size] [-i iterations] [--json]
+ * word. No library, no queues: what netdirect's shm path is measured against. By default
+ * the message sits in the line after the sequence word's, so each message moves two lines;
+ * -1 puts it in the sequence word's own line (up to 56 bytes: one line a message, as a
+ * netdirect message of up to 36 bytes rides in its completion's line), the tighter floor.
+ *   raw_shm_pingpong [-S size] [-i iterations] [-1] [--json]
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -21,6 +24,15 @@ struct lane {
     uint8_t data[1 << 16];
 };
 
+static int one_line;
+
+/* Where a lane's message starts: the next line, or (-1) 8 bytes into the sequence's line,
+ * running on into the next ones for larger sizes. */
+static uint8_t *msg(struct lane *l)
+{
+    return one_line ? l->pad + 4 : l->data;
+}
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -33,14 +45,14 @@ static void run(struct lane *out, struct lane *in, uint32_t size, uint32_t iters
 {
     for (uint32_t i = 1; i <= iters; i++) {
         if (first) {
-            memcpy(out->data, local, size);
+            memcpy(msg(out), local, size);
             atomic_store_explicit(&out->seq, i, memory_order_release);
         }
         while (atomic_load_explicit(&in->seq, memory_order_acquire) != i)
             __builtin_ia32_pause();
-        memcpy(local, in->data, size);
+        memcpy(local, msg(in), size);
         if (!first) {
-            memcpy(out->data, local, size);
+            memcpy(msg(out), local, size);
             atomic_store_explicit(&out->seq, i, memory_order_release);
         }
     }
@@ -56,6 +68,8 @@ int main(int argc, char **argv)
             size = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "-i") && i + 1 < argc)
             iters = (uint32_t)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-1"))
+            one_line = 1;
         else if (!strcmp(argv[i], "--json"))
             json = 1;
     }
@@ -76,11 +90,11 @@ int main(int argc, char **argv)
     double t0 = now_us();
     /* Continue the sequence where the warm-up left off. */
     for (uint32_t i = 10001; i <= iters + 10000; i++) {
-        memcpy(l[0].data, local, size);
+        memcpy(msg(&l[0]), local, size);
         atomic_store_explicit(&l[0].seq, i, memory_order_release);
         while (atomic_load_explicit(&l[1].seq, memory_order_acquire) != i)
             __builtin_ia32_pause();
-        memcpy(local, l[1].data, size);
+        memcpy(local, msg(&l[1]), size);
     }
     double us = now_us() - t0;
     waitpid(pid, NULL, 0);
