@@ -514,18 +514,19 @@ static int dial(struct nd_connector *c, const struct sockaddr *dest, const struc
         if (!nd_transport_enabled(*t))
             continue;
         fd = (*t)->cm_dial(dest, (const struct sockaddr *)&c->local, &c->pid);
-        if (fd != -ENOENT) {
+        if (fd != -ENOENT && fd != -EACCES) {
             c->wire = *t;
             break;
         }
-        if (!first_absent)
+        if (fd == -ENOENT && !first_absent)
             first_absent = t;
     }
     /* first_absent is set only before the transport that connected. A listener opens its
      * endpoints in this list's order, so one that answered by a later transport has its
      * earlier ones open by now: a listener caught between them would
      * otherwise give a same-host peer a TCP connection for good. Ask the first absent one
-     * again; the later connection closes before any message went out on it. */
+     * again; the later connection closes before any message went out on it. A transport
+     * whose listener answered and could not serve us (-EACCES) is not asked again. */
     if (fd >= 0 && first_absent) {
         pid_t pid = c->pid;
         int again = (*first_absent)->cm_dial(dest, (const struct sockaddr *)&c->local, &pid);
@@ -543,7 +544,7 @@ static int dial(struct nd_connector *c, const struct sockaddr *dest, const struc
 static nd_status dial_status(int err)
 {
     switch (err) {
-    case -ECONNREFUSED: case -ENOENT: return ND_CONNECTION_REFUSED;
+    case -ECONNREFUSED: case -ENOENT: case -EACCES: return ND_CONNECTION_REFUSED;
     case -ETIMEDOUT: return ND_IO_TIMEOUT;
     case -EHOSTUNREACH: return ND_HOST_UNREACHABLE;
     case -ENETUNREACH: return ND_NETWORK_UNREACHABLE;

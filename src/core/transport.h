@@ -22,7 +22,9 @@ struct nd_transport_ops {
     /* Take one waiting connection (non-blocking): its socket, or -1. */
     int (*cm_accept)(int listen_fd, pid_t *pid);
     /* Open a connection to @dest's listener from @local. Returns its socket, or a
-     * negative errno: -ENOENT when this transport does not serve @dest (try the next). */
+     * negative errno: -ENOENT when no listener of this transport answers for @dest (try
+     * the next), -EACCES when one answered but this transport cannot serve the pair (try
+     * the next; asking again would get the same answer). */
     int (*cm_dial)(const struct sockaddr *dest, const struct sockaddr *local, pid_t *pid);
     /* Send @m; REQ and REP describe @qp where the transport needs it. */
     nd_status (*cm_send)(int sock, struct nd_cm_msg *m, struct nd_qp *qp);

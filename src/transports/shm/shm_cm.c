@@ -332,7 +332,7 @@ int shm_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t
         return -ENOENT;     /* nobody serves @dest on this host in this namespace */
     if (fd >= 0 && (!shm_peer_same_user(fd, pid) || !shm_cma_allowed(*pid))) {
         close(fd);          /* another user's listener, or one we may not reach: not by shm */
-        return -ENOENT;
+        return -EACCES;
     }
     return fd;
 }
