@@ -69,6 +69,7 @@ static void adapter_destroy(struct nd_adapter *a)
         if ((*t)->adapter_close)
             (*t)->adapter_close(a);
     a->magic = ND_MAGIC_DEAD;
+    nd_huge_stop(a);
     nd_arena_destroy(a);
     for (uint32_t i = 0; i < a->nspare_ports; i++)
         close(a->spare_ports[i].fd);

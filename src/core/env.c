@@ -28,6 +28,11 @@ static const struct {
     [ND_KNOB_LOCK_BIAS] = { "ND_LOCK_BIAS", "1",
                             "0: queue pair, CQ and SRQ locks always take their mutex (1: a lock one thread "
                             "takes 128 times in a row lets that thread in without atomic instructions)" },
+    [ND_KNOB_MR_HUGE_PAGES] = { "ND_MR_HUGE_PAGES", "1",
+                                "1: after Register returns, a thread of the adapter turns the whole 2 MiB blocks "
+                                "of ordinary memory in the region into transparent huge pages (MADV_COLLAPSE), so "
+                                "a peer's cross-memory Write or Read pins one page where it pinned 512; 0: memory "
+                                "is left as it is" },
 };
 
 const char *nd_env(enum nd_knob knob)

@@ -113,6 +113,16 @@ static inline bool nd_sges_registered(struct nd_adapter *a, struct nd_mtab_memo 
 void nd_share_claim(uintptr_t addr, size_t len, struct nd_mtab_share *out);
 void nd_share_release(uintptr_t base);
 
+/*
+ * Registered ordinary memory's whole 2 MiB blocks become transparent huge pages, in a
+ * thread of the adapter (hugepages.c), unless ND_MR_HUGE_PAGES is 0. Withdraw: @owner's
+ * jobs are dropped (the one under way stops after its current block). Stop: at adapter
+ * destruction, joins the thread.
+ */
+void nd_huge_collapse_later(struct nd_adapter *a, const void *owner, const void *buf, size_t len);
+void nd_huge_withdraw(struct nd_adapter *a, const void *owner);
+void nd_huge_stop(struct nd_adapter *a);
+
 /* Memory windows, bound and invalidated by queue pairs (mem.c). */
 nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access);
 nd_status nd_mw_invalidate(nd_mw *mw);

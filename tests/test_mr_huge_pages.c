@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Registered ordinary memory becomes transparent huge pages after Register returns
+ * (ND_MR_HUGE_PAGES, src/core/hugepages.c): a region registered with the knob on gets all
+ * its whole 2 MiB blocks collapsed, one registered with it at 0 keeps its 4 KiB pages,
+ * both keep their bytes; a region deregistered at once and an adapter closed with work
+ * pending neither hang nor lose data. Skips (77) where the kernel cannot collapse
+ * (before 6.1) or has no huge page to give.
+ */
+#include "t_util.h"
+#include "nd_smaps.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+#define MIB ((size_t)1 << 20)
+#define REGION (10 * MIB)
+#define BIG (64 * MIB)
+
+static uint8_t *aligned_up(uint8_t *p)
+{
+    return (uint8_t *)(((uintptr_t)p + 2 * MIB - 1) & ~(uintptr_t)(2 * MIB - 1));
+}
+
+/* Can this kernel collapse at all, here and now? */
+static void probe_collapse(void)
+{
+    uint8_t *scratch = mmap(NULL, 4 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    CHECK(scratch != MAP_FAILED);
+    memset(scratch, 1, 4 * MIB);
+    if (madvise(aligned_up(scratch), 2 * MIB, MADV_COLLAPSE) != 0) {
+        fprintf(stderr, "skip: MADV_COLLAPSE: %s\n", strerror(errno));
+        exit(T_SKIP);
+    }
+    munmap(scratch, 4 * MIB);
+}
+
+static void fill(uint8_t *p, size_t len, uint8_t seed)
+{
+    for (size_t i = 0; i < len; i++)
+        p[i] = (uint8_t)(i * 7 + seed + (i >> 12));
+}
+
+static bool intact(const uint8_t *p, size_t len, uint8_t seed)
+{
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != (uint8_t)(i * 7 + seed + (i >> 12)))
+            return false;
+    return true;
+}
+
+static nd_mr *register_with(nd_adapter *a, nd_port *port, const char *knob, void *buf, size_t len)
+{
+    nd_overlapped ov = { 0 };
+    nd_mr *mr;
+
+    CHECK(setenv("ND_MR_HUGE_PAGES", knob, 1) == 0);
+    CHECK_ST(nd_adapter_create_memory_region(a, port, &mr), ND_SUCCESS);
+    CHECK_ST(nd_mr_register(mr, buf, len, ND_MR_FLAG_ALLOW_REMOTE_WRITE, &ov), ND_SUCCESS);
+    return mr;
+}
+
+/* Regions in mappings of their own (a guard page between them keeps their VMAs apart),
+ * faulted in as 4 KiB pages whatever the system's THP setting. */
+static uint8_t *map_regions(size_t len, int n)
+{
+    size_t stride = len + 4096;
+    uint8_t *base = mmap(NULL, stride * (size_t)n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    CHECK(base != MAP_FAILED);
+    CHECK(prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0);
+    for (int i = 0; i < n; i++) {
+        fill(base + stride * (size_t)i, len, (uint8_t)i);
+        CHECK(mprotect(base + stride * (size_t)i + len, 4096, PROT_NONE) == 0);
+    }
+    CHECK(prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0) == 0);
+    for (int i = 0; i < n; i++)
+        CHECK(tool_huge_kib(base + stride * (size_t)i) == 0);
+    return base;
+}
+
+int main(void)
+{
+    probe_collapse();
+    nd_adapter *a = t_open_loopback();
+    nd_port *port;
+    uint8_t *base = map_regions(REGION, 2), *off = base, *on = base + REGION + 4096;
+    long blocks_kib = (long)((((uintptr_t)on + REGION) & ~(uintptr_t)(2 * MIB - 1)) - (uintptr_t)aligned_up(on)) / 1024;
+
+    CHECK_ST(nd_port_create(&port), ND_SUCCESS);
+    /* Jobs run in order: once the second region is done, the first would have been too. */
+    nd_mr *mr_off = register_with(a, port, "0", off, REGION);
+    nd_mr *mr_on = register_with(a, port, "1", on, REGION);
+    long got = tool_wait_huge_kib(on, blocks_kib, 20000);
+    if (got < blocks_kib) {
+        fprintf(stderr, "registered region: %ld of %ld KiB huge pages after 20 s\n", got, blocks_kib);
+        return 1;
+    }
+    CHECK(tool_huge_kib(off) == 0);
+    CHECK(intact(off, REGION, 0) && intact(on, REGION, 1));
+    CHECK_ST(nd_mr_deregister(mr_on, &(nd_overlapped){ 0 }), ND_SUCCESS);
+    CHECK_ST(nd_mr_close(mr_on), ND_SUCCESS);
+    CHECK_ST(nd_mr_close(mr_off), ND_SUCCESS);
+    CHECK(intact(off, REGION, 0) && intact(on, REGION, 1));
+
+    /* Work withdrawn at once, and work still queued when the adapter goes. */
+    uint8_t *big = map_regions(BIG, 2);
+    nd_mr *gone = register_with(a, port, "1", big, BIG);
+    nd_mr *left = register_with(a, port, "1", big + BIG + 4096, BIG);
+    CHECK_ST(nd_mr_close(gone), ND_SUCCESS);
+    CHECK_ST(nd_mr_close(left), ND_SUCCESS);
+    CHECK_ST(nd_adapter_close(a), ND_SUCCESS);
+    CHECK_ST(nd_port_close(port), ND_SUCCESS);
+    CHECK(intact(big, BIG, 0) && intact(big + BIG + 4096, BIG, 1));
+    munmap(base, 2 * (REGION + 4096));
+    munmap(big, 2 * (BIG + 4096));
+    return 0;
+}
