@@ -32,6 +32,8 @@ for r in $(seq "$RUNS"); do
     "$build/bench/shm_write_bw" --json >> "$tmp/bw"
     "$build/bench/shm_write_bw" -H --json >> "$tmp/bwh"
     "$build/bench/shm_write_bw" -a --json >> "$tmp/bwa"
+    ND_MR_HUGE_PAGES=0 "$build/bench/shm_write_bw" -R 67108864 --json >> "$tmp/bwr0"
+    "$build/bench/shm_write_bw" -R 67108864 --json >> "$tmp/bwr1"
 done
 RAW=$(median < "$tmp/raw"); ND=$(median < "$tmp/nd"); FI=$(median < "$tmp/fi"); UCX=$(median < "$tmp/ucx")
 SYS=$(syscalls_per_rt)
@@ -41,6 +43,10 @@ BWH=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwh" | median)
 MCH=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwh" | median)
 BWA=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwa" | median)
 MCA=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwa" | median)
+BWR0=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwr0" | median)
+MCR0=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwr0" | median)
+BWR1=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwr1" | median)
+MCR1=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwr1" | median)
 
 echo "## Same-host comparison ($(date -u +%Y-%m-%d), $(nproc) CPUs, medians of $RUNS runs)"
 echo
@@ -56,3 +62,7 @@ echo
 echo "RDMA Write 1 MiB into ordinary memory: $BW GB/s; memcpy 1 MiB: $MC GB/s; ratio $(ratio "$BW" "$MC")"
 echo "RDMA Write 1 MiB into ordinary memory on huge pages: $BWH GB/s; memcpy 1 MiB: $MCH GB/s; ratio $(ratio "$BWH" "$MCH")"
 echo "RDMA Write 1 MiB into nd_alloc_memory memory: $BWA GB/s; memcpy 1 MiB: $MCA GB/s; ratio $(ratio "$BWA" "$MCA")"
+echo "RDMA Write 1 MiB walking a 64 MiB region of ordinary memory, 4 KiB pages (ND_MR_HUGE_PAGES=0):" \
+     "$BWR0 GB/s; memcpy: $MCR0 GB/s; ratio $(ratio "$BWR0" "$MCR0")"
+echo "The same, the region's blocks made huge pages by registration (default): $BWR1 GB/s; memcpy: $MCR1 GB/s;" \
+     "ratio $(ratio "$BWR1" "$MCR1"); against 4 KiB pages $(ratio "$BWR1" "$BWR0")"
