@@ -116,7 +116,7 @@ static struct nd_huge_worker *worker_start(void)
     return w;
 }
 
-void nd_huge_collapse_later(struct nd_adapter *a, const void *owner, const void *buf, size_t len)
+bool nd_huge_collapse_later(struct nd_adapter *a, const void *owner, const void *buf, size_t len)
 {
     uintptr_t start = ((uintptr_t)buf + HUGE_PAGE_BYTES - 1) & ~(HUGE_PAGE_BYTES - 1);
     uintptr_t end = ((uintptr_t)buf + len) & ~(HUGE_PAGE_BYTES - 1);
@@ -124,14 +124,14 @@ void nd_huge_collapse_later(struct nd_adapter *a, const void *owner, const void 
 
     if (end <= start || (uintptr_t)buf + len < (uintptr_t)buf ||
         strcmp(nd_env(ND_KNOB_MR_HUGE_PAGES), "0") == 0)
-        return;
+        return false;
     pthread_mutex_lock(&a->lock);
     if (!a->huge_worker)
         a->huge_worker = worker_start();
     w = a->huge_worker;
     pthread_mutex_unlock(&a->lock);
     if (!w || w->pid != getpid())
-        return;
+        return false;
     pthread_mutex_lock(&w->lock);
     struct huge_job *jobs = nd_with_room(w->jobs, &w->cap, w->njobs, sizeof(*jobs));
     if (jobs) {
@@ -140,6 +140,7 @@ void nd_huge_collapse_later(struct nd_adapter *a, const void *owner, const void 
         pthread_cond_signal(&w->wake);
     }
     pthread_mutex_unlock(&w->lock);
+    return jobs != NULL;
 }
 
 void nd_huge_withdraw(struct nd_adapter *a, const void *owner)

@@ -18,6 +18,7 @@ struct nd_mr {
     uint32_t token;
     atomic_uint bound_windows;
     struct nd_mtab_share share;     /* ino 0 unless inside an nd_alloc_memory allocation */
+    bool huge_queued;               /* blocks handed to the adapter's huge page thread */
 };
 
 struct nd_mw {
@@ -75,7 +76,6 @@ static bool range_mapped(const void *buf, size_t len)
 ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t flags,
                                 nd_overlapped *ov)
 {
-    bool ordinary = false;
     nd_status st;
 
     if (!mr_valid(mr))
@@ -102,12 +102,11 @@ ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t
             mr->token = nd_mtab_publish(mr->adapter, mr->index, (uintptr_t)buf, len,
                                         flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM, &mr->share);
             mr->registered = true;
-            ordinary = !mr->share.ino;     /* nd_alloc_memory is shared already: peers map it */
+            /* nd_alloc_memory is shared already: peers map it. */
+            mr->huge_queued = !mr->share.ino && nd_huge_collapse_later(mr->adapter, mr, buf, len);
         }
     }
     pthread_mutex_unlock(&mr->lock);
-    if (ordinary)
-        nd_huge_collapse_later(mr->adapter, mr, buf, len);
     return st;
 }
 
@@ -122,7 +121,9 @@ static nd_status mr_deregister(struct nd_mr *mr)
         st = ND_DEVICE_BUSY;
     else {
         nd_mtab_free(mr->adapter, mr->index);
-        nd_huge_withdraw(mr->adapter, mr);
+        if (mr->huge_queued)
+            nd_huge_withdraw(mr->adapter, mr);
+        mr->huge_queued = false;
         if (mr->share.ino)
             nd_share_release((uintptr_t)mr->share.base);
         mr->share.ino = 0;

@@ -115,11 +115,12 @@ void nd_share_release(uintptr_t base);
 
 /*
  * Registered ordinary memory's whole 2 MiB blocks become transparent huge pages, in a
- * thread of the adapter (hugepages.c), unless ND_MR_HUGE_PAGES is 0. Withdraw: @owner's
+ * thread of the adapter (hugepages.c), unless ND_MR_HUGE_PAGES is 0; true when work was
+ * queued (enqueueing only: Register does not wait for it). Withdraw: @owner's
  * jobs are dropped (the one under way stops after its current block). Stop: at adapter
  * destruction, joins the thread.
  */
-void nd_huge_collapse_later(struct nd_adapter *a, const void *owner, const void *buf, size_t len);
+bool nd_huge_collapse_later(struct nd_adapter *a, const void *owner, const void *buf, size_t len);
 void nd_huge_withdraw(struct nd_adapter *a, const void *owner);
 void nd_huge_stop(struct nd_adapter *a);
 
