@@ -2,9 +2,10 @@
 /*
  * Registered ordinary memory becomes transparent huge pages after Register returns
  * (ND_MR_HUGE_PAGES, src/core/hugepages.c): a region registered with the knob on gets all
- * its whole 2 MiB blocks collapsed, one registered with it at 0 keeps its 4 KiB pages,
- * both keep their bytes; a region deregistered at once and an adapter closed with work
- * pending neither hang nor lose data. Skips (77) where the kernel cannot collapse
+ * its whole 2 MiB blocks collapsed, one registered with it at 0 keeps its 4 KiB pages, a
+ * region whose first block has no page resident gets every other block and that one is
+ * not populated; all keep their bytes. A region deregistered at once and an adapter
+ * closed with work pending neither hang nor lose data. Skips (77) where the kernel cannot collapse
  * (before 6.1) or has no huge page to give.
  */
 #include "t_util.h"
@@ -54,6 +55,11 @@ static bool intact(const uint8_t *p, size_t len, uint8_t seed)
     return true;
 }
 
+static long whole_blocks_kib(uint8_t *p, size_t len)
+{
+    return (long)((((uintptr_t)p + len) & ~(uintptr_t)(2 * MIB - 1)) - (uintptr_t)aligned_up(p)) / 1024;
+}
+
 static nd_mr *register_with(nd_adapter *a, nd_port *port, const char *knob, void *buf, size_t len)
 {
     nd_overlapped ov = { 0 };
@@ -89,12 +95,15 @@ int main(void)
     probe_collapse();
     nd_adapter *a = t_open_loopback();
     nd_port *port;
-    uint8_t *base = map_regions(REGION, 2), *off = base, *on = base + REGION + 4096;
-    long blocks_kib = (long)((((uintptr_t)on + REGION) & ~(uintptr_t)(2 * MIB - 1)) - (uintptr_t)aligned_up(on)) / 1024;
+    uint8_t *base = map_regions(REGION, 3), *off = base, *sparse = base + REGION + 4096;
+    uint8_t *on = base + 2 * (REGION + 4096), *hole = aligned_up(sparse);
+    long blocks_kib = whole_blocks_kib(on, REGION);
 
+    CHECK(madvise(hole, 2 * MIB, MADV_DONTNEED) == 0);     /* reads as zeros from now on */
     CHECK_ST(nd_port_create(&port), ND_SUCCESS);
-    /* Jobs run in order: once the second region is done, the first would have been too. */
+    /* Jobs run in order: once the last region is done, the others would have been too. */
     nd_mr *mr_off = register_with(a, port, "0", off, REGION);
+    nd_mr *mr_sparse = register_with(a, port, "1", sparse, REGION);
     nd_mr *mr_on = register_with(a, port, "1", on, REGION);
     long got = tool_wait_huge_kib(on, blocks_kib, 20000);
     if (got < blocks_kib) {
@@ -102,11 +111,16 @@ int main(void)
         return 1;
     }
     CHECK(tool_huge_kib(off) == 0);
-    CHECK(intact(off, REGION, 0) && intact(on, REGION, 1));
+    CHECK(tool_huge_kib(sparse) == whole_blocks_kib(sparse, REGION) - 2048);
+    for (size_t i = 0; i < 2 * MIB; i++)
+        CHECK(hole[i] == 0);
+    fill(hole, 2 * MIB, (uint8_t)(1 + (hole - sparse) * 7 + ((hole - sparse) >> 12)));
+    CHECK(intact(off, REGION, 0) && intact(sparse, REGION, 1) && intact(on, REGION, 2));
     CHECK_ST(nd_mr_deregister(mr_on, &(nd_overlapped){ 0 }), ND_SUCCESS);
     CHECK_ST(nd_mr_close(mr_on), ND_SUCCESS);
+    CHECK_ST(nd_mr_close(mr_sparse), ND_SUCCESS);
     CHECK_ST(nd_mr_close(mr_off), ND_SUCCESS);
-    CHECK(intact(off, REGION, 0) && intact(on, REGION, 1));
+    CHECK(intact(off, REGION, 0) && intact(sparse, REGION, 1) && intact(on, REGION, 2));
 
     /* Work withdrawn at once, and work still queued when the adapter goes. */
     uint8_t *big = map_regions(BIG, 2);
@@ -117,7 +131,7 @@ int main(void)
     CHECK_ST(nd_adapter_close(a), ND_SUCCESS);
     CHECK_ST(nd_port_close(port), ND_SUCCESS);
     CHECK(intact(big, BIG, 0) && intact(big + BIG + 4096, BIG, 1));
-    munmap(base, 2 * (REGION + 4096));
+    munmap(base, 3 * (REGION + 4096));
     munmap(big, 2 * (BIG + 4096));
     return 0;
 }

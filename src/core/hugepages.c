@@ -14,7 +14,9 @@
  * far more when the kernel must compact memory first: too long for Register to wait, so a
  * thread of the adapter does it after Register has returned, a block at a time.
  * Peers' transfers meanwhile work on whatever pages there are. A failure (file-backed
- * memory, no huge page free, a kernel before 6.1) leaves the pages as they were.
+ * memory, no huge page free, a kernel before 6.1) leaves the pages as they were. A block
+ * with no page resident is not populated; one with any page resident becomes a whole
+ * huge page, so a sparse region grows towards its size: what verbs would pin anyway.
  */
 #include "mem_int.h"
 #include "env.h"
@@ -79,12 +81,21 @@ static void *huge_main(void *arg)
     struct huge_job job;
 
     while (next_job(w, &job)) {
+        uint64_t blocks = 0, failed = 0;
+        int first_errno = 0;
+
+        /* Every block is tried: one that fails (EINVAL for a block with no page resident,
+         * which is not populated; file-backed or MADV_NOHUGEPAGE memory) says nothing of
+         * the next. */
         for (uintptr_t p = job.start; p < job.end && job_wanted(w, job.owner); p += HUGE_PAGE_BYTES) {
-            if (madvise((void *)p, HUGE_PAGE_BYTES, MADV_COLLAPSE) == 0)
-                continue;
-            nd_log(ND_LOG_DEBUG, ND_SUB_MEM, "MADV_COLLAPSE at %p: %m (pages left as they were)", (void *)p);
-            if (errno == EINVAL || errno == ENOMEM)
-                break;          /* not collapsible (or no longer mapped): the rest is the same */
+            blocks++;
+            if (madvise((void *)p, HUGE_PAGE_BYTES, MADV_COLLAPSE) != 0 && !failed++)
+                first_errno = errno;
+        }
+        if (failed) {
+            errno = first_errno;
+            nd_log(ND_LOG_DEBUG, ND_SUB_MEM, "huge pages at %p: %llu of %llu blocks left as they were (first: %m)",
+                   (void *)job.start, (unsigned long long)failed, (unsigned long long)blocks);
         }
     }
     return NULL;
