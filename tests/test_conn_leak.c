@@ -200,6 +200,9 @@ int main(void)
     }
     long rss1 = rss_private_kib();
     size_t heap1 = mallinfo2().uordblks;
+    const char *transport = getenv("ND_TRANSPORT");
+    uint32_t threads = t_library_threads_block_signals();
+    CHECK(!transport || strcmp(transport, "iwarp") || threads >= 1);    /* iwarp's engine thread */
     ep_close(&e);
     t_expect_child_ok(pid);
     printf("%u connections: fds %u -> %u, mappings %u -> %u, heap in use %zu -> %zu B, RSS %ld -> %ld KiB, "

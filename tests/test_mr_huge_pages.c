@@ -5,10 +5,11 @@
  * its whole 2 MiB blocks collapsed, one registered with it at 0 keeps its 4 KiB pages, a
  * region whose first block has no page resident gets every other block and that one is
  * not populated; all keep their bytes. A region deregistered at once and an adapter
- * closed with work pending neither hang nor lose data. Skips (77) where the kernel cannot collapse
+ * closed with work pending neither hang nor lose data. The thread blocks the
+ * application's signals. Skips (77) where the kernel cannot collapse
  * (before 6.1) or has no huge page to give.
  */
-#include "t_util.h"
+#include "t_proc.h"
 #include "nd_smaps.h"
 
 #include <errno.h>
@@ -110,6 +111,7 @@ int main(void)
         fprintf(stderr, "registered region: %ld of %ld KiB huge pages after 20 s\n", got, blocks_kib);
         return 1;
     }
+    CHECK(t_library_threads_block_signals() >= 1);     /* nd-hugepages */
     CHECK(tool_huge_kib(off) == 0);
     CHECK(tool_huge_kib(sparse) == whole_blocks_kib(sparse, REGION) - 2048);
     for (size_t i = 0; i < 2 * MIB; i++)

@@ -239,6 +239,9 @@ uint64_t nd_coarse_ns(void);
 bool nd_spin_enter(void);
 void nd_spin_leave(void);
 int nd_memfd_sealed(const char *name, size_t size);
+/* A thread of the library: every signal blocked (the application's handlers never run on
+ * it), named @name for ps and debuggers. pthread_create's result. */
+int nd_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name);
 /* A random number drawn once per process (after fork, the child draws its own). */
 uint64_t nd_process_nonce(void);
 struct stat;

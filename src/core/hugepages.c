@@ -23,7 +23,6 @@
 #include "log.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -110,15 +109,7 @@ static struct nd_huge_worker *worker_start(void)
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->wake, NULL);
     w->pid = getpid();
-    /* The thread takes none of the application's signals: it inherits a full mask. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int failed = pthread_create(&w->thread, NULL, huge_main, w);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!failed)
-        pthread_setname_np(w->thread, "nd-hugepages");
-    if (failed) {
+    if (nd_thread_start(&w->thread, huge_main, w, "nd-hugepages")) {
         pthread_cond_destroy(&w->wake);
         pthread_mutex_destroy(&w->lock);
         free(w);

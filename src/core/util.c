@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,19 @@ int nd_futex_wake(uint32_t *word, int n)
  * peer's mapping can never run past the end of the file (a shrink would turn our next store
  * into the peer's region into SIGBUS). Returns the fd or -1.
  */
+int nd_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name)
+{
+    sigset_t all, old;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int err = pthread_create(thread, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!err)
+        pthread_setname_np(*thread, name);
+    return err;
+}
+
 int nd_memfd_sealed(const char *name, size_t size)
 {
     int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);

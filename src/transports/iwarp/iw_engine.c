@@ -351,7 +351,7 @@ static struct iw_engine *engine_start(void)
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     e->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (e->epfd < 0 || e->wakefd < 0 || epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->wakefd, &ev) < 0 ||
-        pthread_create(&e->thread, NULL, engine_main, e)) {
+        nd_thread_start(&e->thread, engine_main, e, "nd-iwarp")) {
         if (e->epfd >= 0)
             close(e->epfd);
         if (e->wakefd >= 0)
