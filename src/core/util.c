@@ -33,11 +33,6 @@ int nd_futex_wake(uint32_t *word, int n)
     return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
-/*
- * A memfd of @size bytes that peers map: sealed against shrinking and growing, so that a
- * peer's mapping can never run past the end of the file (a shrink would turn our next store
- * into the peer's region into SIGBUS). Returns the fd or -1.
- */
 int nd_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name)
 {
     sigset_t all, old;
@@ -51,6 +46,11 @@ int nd_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const cha
     return err;
 }
 
+/*
+ * A memfd of @size bytes that peers map: sealed against shrinking and growing, so that a
+ * peer's mapping can never run past the end of the file (a shrink would turn our next store
+ * into the peer's region into SIGBUS). Returns the fd or -1.
+ */
 int nd_memfd_sealed(const char *name, size_t size)
 {
     int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
