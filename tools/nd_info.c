@@ -6,9 +6,11 @@
 #include <linux/membarrier.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -169,6 +171,33 @@ static void report_lock_bias(void)
         printf("  data-path locks: plain mutexes (membarrier unavailable)\n");
 }
 
+/* Registered ordinary memory's whole 2 MiB blocks become huge pages (ND_MR_HUGE_PAGES): can
+ * this kernel collapse? One block of a scratch mapping with one page resident is tried. */
+static void report_huge_pages(void)
+{
+    const char *knob = getenv("ND_MR_HUGE_PAGES");
+    size_t block = 2u << 20;
+    char *scratch;
+
+    if (knob && !strcmp(knob, "0")) {
+        printf("  registered memory: left on its pages (ND_MR_HUGE_PAGES=0)\n");
+        return;
+    }
+    scratch = mmap(NULL, 2 * block, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (scratch == MAP_FAILED) {
+        printf("  registered memory: huge pages unknown (no scratch mapping)\n");
+        return;
+    }
+    char *aligned = (char *)(((uintptr_t)scratch + block - 1) & ~(uintptr_t)(block - 1));
+    aligned[0] = 1;
+    if (madvise(aligned, block, 25 /* MADV_COLLAPSE */) == 0)
+        printf("  registered memory: whole 2 MiB blocks of ordinary memory become huge pages after Register\n"
+               "    (MADV_COLLAPSE, in a thread of the adapter): a peer's Write or Read pins one page per block\n");
+    else
+        printf("  registered memory: stays on 4 KiB pages (MADV_COLLAPSE: %s)\n", strerror(errno));
+    munmap(scratch, 2 * block);
+}
+
 int main(int argc, char **argv)
 {
     nd_address_list *list = query_addresses();
@@ -189,6 +218,7 @@ int main(int argc, char **argv)
     report_cma();
     printf("  iwarp: every other peer (TCP, MPA rev 2, DDP/RDMAP as Linux siw speaks them)\n");
     report_lock_bias();
+    report_huge_pages();
     printf("\nenvironment\n");
     for (uint32_t i = 0; i < nd_config_count(); i++) {
         nd_config_knob k;
