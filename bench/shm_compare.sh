@@ -34,6 +34,8 @@ for r in $(seq "$RUNS"); do
     "$build/bench/shm_write_bw" -a --json >> "$tmp/bwa"
     ND_MR_HUGE_PAGES=0 "$build/bench/shm_write_bw" -R 67108864 --json >> "$tmp/bwr0"
     "$build/bench/shm_write_bw" -R 67108864 --json >> "$tmp/bwr1"
+    ND_MR_HUGE_PAGES=0 "$build/bench/shm_write_bw" -r -R 67108864 --json >> "$tmp/rdr0"
+    "$build/bench/shm_write_bw" -r -R 67108864 --json >> "$tmp/rdr1"
 done
 RAW=$(median < "$tmp/raw"); ND=$(median < "$tmp/nd"); FI=$(median < "$tmp/fi"); UCX=$(median < "$tmp/ucx")
 SYS=$(syscalls_per_rt)
@@ -47,6 +49,8 @@ BWR0=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwr0" | median)
 MCR0=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwr0" | median)
 BWR1=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwr1" | median)
 MCR1=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwr1" | median)
+RDR0=$(sed 's/.*"read_gbps":\([0-9.]*\).*/\1/' "$tmp/rdr0" | median)
+RDR1=$(sed 's/.*"read_gbps":\([0-9.]*\).*/\1/' "$tmp/rdr1" | median)
 
 echo "## Same-host comparison ($(date -u +%Y-%m-%d), $(nproc) CPUs, medians of $RUNS runs)"
 echo
@@ -66,3 +70,5 @@ echo "RDMA Write 1 MiB walking a 64 MiB region of ordinary memory, 4 KiB pages (
      "$BWR0 GB/s; memcpy: $MCR0 GB/s; ratio $(ratio "$BWR0" "$MCR0")"
 echo "The same, the region's blocks made huge pages by registration (default): $BWR1 GB/s; memcpy: $MCR1 GB/s;" \
      "ratio $(ratio "$BWR1" "$MCR1"); against 4 KiB pages $(ratio "$BWR1" "$BWR0")"
+echo "RDMA Read 1 MiB walking a 64 MiB region of ordinary memory: 4 KiB pages $RDR0 GB/s, huge pages" \
+     "$RDR1 GB/s ($(ratio "$RDR1" "$RDR0"))"

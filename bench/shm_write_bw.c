@@ -10,7 +10,8 @@
  * server's buffer is that large (a multiple of size) and the Writes walk through it, as
  * the memcpy does through a buffer of the same size: with a region holding whole 2 MiB
  * blocks, registration makes them huge pages (ND_MR_HUGE_PAGES, on unless set to 0).
- *   shm_write_bw [-S size] [-R region] [-n count] [-q depth] [-a | -H] [--json]
+ * -r: RDMA Reads of the server's buffer instead (the memcpy copies out of its buffer).
+ *   shm_write_bw [-S size] [-R region] [-n count] [-q depth] [-a | -H] [-r] [--json]
  */
 #include <netdirect/netdirect.h>
 #include "nd_smaps.h"
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #define HUGE_BYTES (2u << 20)
+#define READ_LIMIT 16
 #define DIE(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 #define OK(x) do { nd_status s_ = (x); if (ND_FAILED(s_)) DIE("%s: %s", #x, nd_strerror(s_)); } while (0)
 
@@ -80,7 +82,7 @@ static void open_side(struct side *s, size_t len, uint32_t depth, bool shared, b
         s->buf = aligned_alloc(4096, len);
     memset(s->buf, 1, len);
     OK(nd_adapter_create_memory_region(s->a, s->port, &s->mr));
-    OK(nd_mr_register(s->mr, s->buf, len, ND_MR_FLAG_ALLOW_REMOTE_WRITE, &ov));
+    OK(nd_mr_register(s->mr, s->buf, len, ND_MR_FLAG_ALLOW_REMOTE_WRITE | ND_MR_FLAG_ALLOW_REMOTE_READ, &ov));
 }
 
 /* Ordinary memory's whole 2 MiB blocks become huge pages after Register returns, in a
@@ -103,7 +105,7 @@ int main(int argc, char **argv)
 {
     uint32_t size = 1 << 20, count = 2000, depth = 8, region = 0;
     int json = 0, port_pipe[2], done_pipe[2];
-    bool shared = false, huge = false;
+    bool shared = false, huge = false, reads = false;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-S") && i + 1 < argc) size = (uint32_t)atoi(argv[++i]);
@@ -112,6 +114,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-q") && i + 1 < argc) depth = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "-a")) shared = true;
         else if (!strcmp(argv[i], "-H")) huge = true;
+        else if (!strcmp(argv[i], "-r")) reads = true;
         else if (!strcmp(argv[i], "--json")) json = 1;
     }
     if (!size || region % size)
@@ -137,7 +140,7 @@ int main(int argc, char **argv)
         if (write(port_pipe[1], &sin.sin_port, 2) != 2)
             _exit(1);
         OK(wait_ov(nd_listener_get_connection_request(s.l, s.c, &ov), &ov));
-        OK(wait_ov(nd_connector_accept(s.c, s.qp, 0, 0, &h, sizeof(h), &ov), &ov));
+        OK(wait_ov(nd_connector_accept(s.c, s.qp, READ_LIMIT, 0, &h, sizeof(h), &ov), &ov));
         if (read(done_pipe[0], &c, 1) != 1)   /* the target's CPU sleeps throughout */
             _exit(1);
         _exit(0);
@@ -153,7 +156,7 @@ int main(int argc, char **argv)
     if (read(port_pipe[0], &dest.sin_port, 2) != 2)
         return 1;
     OK(nd_connector_bind(s.c, (struct sockaddr *)&local, sizeof(local)));
-    OK(wait_ov(nd_connector_connect(s.c, s.qp, (struct sockaddr *)&dest, sizeof(dest), 0, 0, NULL, 0, &ov), &ov));
+    OK(wait_ov(nd_connector_connect(s.c, s.qp, (struct sockaddr *)&dest, sizeof(dest), 0, READ_LIMIT, NULL, 0, &ov), &ov));
     OK(nd_connector_get_private_data(s.c, &h, &hl));
     OK(wait_ov(nd_connector_complete_connect(s.c, &ov), &ov));
     nd_sge sge = { s.buf, size, nd_mr_get_local_token(s.mr) };
@@ -161,13 +164,16 @@ int main(int argc, char **argv)
     double t0 = now();
     while (done < count) {
         while (posted < count && posted - done < depth) {
-            OK(nd_qp_write(s.qp, NULL, &sge, 1, h.addr + (uint64_t)posted * size % region, h.token, 0));
+            uint64_t at = h.addr + (uint64_t)posted * size % region;
+
+            OK(reads ? nd_qp_read(s.qp, NULL, &sge, 1, at, h.token, 0)
+                     : nd_qp_write(s.qp, NULL, &sge, 1, at, h.token, 0));
             posted++;
         }
         uint32_t n = nd_cq_get_results(s.cq, r, 16);
         for (uint32_t i = 0; i < n; i++)
             if (r[i].status != ND_SUCCESS)
-                DIE("write failed: %s", nd_strerror(r[i].status));
+                DIE("%s failed: %s", reads ? "read" : "write", nd_strerror(r[i].status));
         done += n;
     }
     double nd_s = now() - t0;
@@ -180,6 +186,8 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < count; i++) {
         if (region == size)
             memcpy(i & 1 ? a : b, i & 1 ? b : a, size);
+        else if (reads)
+            memcpy(a, b + (uint64_t)i * size % region, size);
         else
             memcpy(b + (uint64_t)i * size % region, a, size);
         __asm__ __volatile__("" ::: "memory");
@@ -191,12 +199,13 @@ int main(int argc, char **argv)
         return 1;
     waitpid(pid, NULL, 0);
     if (json)
-        printf("{\"size\":%u,\"region\":%u,\"count\":%u,\"depth\":%u,\"target\":\"%s\",\"write_gbps\":%.3f,"
-               "\"memcpy_gbps\":%.3f,\"ratio\":%.3f}\n", size, region, count, depth, target, nd_gbs, mc_gbs,
-               nd_gbs / mc_gbs);
+        printf("{\"size\":%u,\"region\":%u,\"count\":%u,\"depth\":%u,\"target\":\"%s\",\"%s_gbps\":%.3f,"
+               "\"memcpy_gbps\":%.3f,\"ratio\":%.3f}\n", size, region, count, depth, target,
+               reads ? "read" : "write", nd_gbs, mc_gbs, nd_gbs / mc_gbs);
     else
-        printf("RDMA Write %u B x %u (depth %u) into %u B of %s memory: %.2f GB/s; memcpy: %.2f GB/s; ratio %.2f\n",
-               size, count, depth, region, target, nd_gbs, mc_gbs, nd_gbs / mc_gbs);
+        printf("RDMA %s %u B x %u (depth %u) %s %u B of %s memory: %.2f GB/s; memcpy: %.2f GB/s; ratio %.2f\n",
+               reads ? "Read" : "Write", size, count, depth, reads ? "from" : "into", region, target, nd_gbs,
+               mc_gbs, nd_gbs / mc_gbs);
     free(a);
     free(b);
     return 0;
