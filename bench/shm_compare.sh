@@ -39,18 +39,20 @@ for r in $(seq "$RUNS"); do
 done
 RAW=$(median < "$tmp/raw"); ND=$(median < "$tmp/nd"); FI=$(median < "$tmp/fi"); UCX=$(median < "$tmp/ucx")
 SYS=$(syscalls_per_rt)
-BW=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bw" | median)
-MC=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bw" | median)
-BWH=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwh" | median)
-MCH=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwh" | median)
-BWA=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwa" | median)
-MCA=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwa" | median)
-BWR0=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwr0" | median)
-MCR0=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwr0" | median)
-BWR1=$(sed 's/.*"write_gbps":\([0-9.]*\).*/\1/' "$tmp/bwr1" | median)
-MCR1=$(sed 's/.*"memcpy_gbps":\([0-9.]*\).*/\1/' "$tmp/bwr1" | median)
-RDR0=$(sed 's/.*"read_gbps":\([0-9.]*\).*/\1/' "$tmp/rdr0" | median)
-RDR1=$(sed 's/.*"read_gbps":\([0-9.]*\).*/\1/' "$tmp/rdr1" | median)
+# med <json key> <file>: the median of that field over the runs' lines.
+med() { field "$1" < "$tmp/$2" | median; }
+BW=$(med write_gbps bw)
+MC=$(med memcpy_gbps bw)
+BWH=$(med write_gbps bwh)
+MCH=$(med memcpy_gbps bwh)
+BWA=$(med write_gbps bwa)
+MCA=$(med memcpy_gbps bwa)
+BWR0=$(med write_gbps bwr0)
+MCR0=$(med memcpy_gbps bwr0)
+BWR1=$(med write_gbps bwr1)
+MCR1=$(med memcpy_gbps bwr1)
+RDR0=$(med read_gbps rdr0)
+RDR1=$(med read_gbps rdr1)
 
 echo "## Same-host comparison ($(date -u +%Y-%m-%d), $(nproc) CPUs, medians of $RUNS runs)"
 echo
