@@ -4,8 +4,8 @@
  * (ND_MR_HUGE_PAGES, src/core/hugepages.c): a region registered with the knob on gets all
  * its whole 2 MiB blocks collapsed, one registered with it at 0 keeps its 4 KiB pages, a
  * region whose first block has no page resident gets every other block and that one is
- * not populated; all keep their bytes. A region deregistered at once and an adapter
- * closed with work pending neither hang nor lose data. The thread blocks the
+ * not populated; all keep their bytes. Regions deregistered at once and an adapter
+ * closed right after, while the worker may be inside a block, neither hang nor lose data. The thread blocks the
  * application's signals. Skips (77) where the kernel cannot collapse
  * (before 6.1) or has no huge page to give.
  */
@@ -124,7 +124,8 @@ int main(void)
     CHECK_ST(nd_mr_close(mr_off), ND_SUCCESS);
     CHECK(intact(off, REGION, 0) && intact(sparse, REGION, 1) && intact(on, REGION, 2));
 
-    /* Work withdrawn at once, and work still queued when the adapter goes. */
+    /* Work withdrawn at once (a region's MR holds the adapter, so the queue is empty when
+     * the adapter goes; the worker may still be in a block of the last region). */
     uint8_t *big = map_regions(BIG, 2);
     nd_mr *gone = register_with(a, port, "1", big, BIG);
     nd_mr *left = register_with(a, port, "1", big + BIG + 4096, BIG);
