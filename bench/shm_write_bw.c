@@ -89,16 +89,14 @@ static void open_side(struct side *s, size_t len, uint32_t depth, bool shared, b
  * thread of the library: measure the steady state, once they are (at most 5 s). */
 static void wait_huge_pages(const uint8_t *buf, size_t len, bool special)
 {
-    uintptr_t start = ((uintptr_t)buf + HUGE_BYTES - 1) & ~(uintptr_t)(HUGE_BYTES - 1);
-    uintptr_t end = ((uintptr_t)buf + len) & ~(uintptr_t)(HUGE_BYTES - 1);
+    long want = tool_whole_blocks_kib(buf, len);
     const char *knob = getenv("ND_MR_HUGE_PAGES");
     double t0 = now();
 
-    if (special || end <= start || (knob && !strcmp(knob, "0")))
+    if (special || !want || (knob && !strcmp(knob, "0")))
         return;
-    long kib = tool_wait_huge_kib(buf, (long)(end - start) / 1024, 5000);
-    fprintf(stderr, "server: %ld of %lu KiB huge pages after %.1f ms\n", kib, (unsigned long)(end - start) / 1024,
-            (now() - t0) * 1e3);
+    long kib = tool_wait_huge_kib(buf, want, 5000);
+    fprintf(stderr, "server: %ld of %ld KiB huge pages after %.1f ms\n", kib, want, (now() - t0) * 1e3);
 }
 
 int main(int argc, char **argv)

@@ -23,11 +23,6 @@
 #define REGION (10 * MIB)
 #define BIG (64 * MIB)
 
-static uint8_t *aligned_up(uint8_t *p)
-{
-    return (uint8_t *)(((uintptr_t)p + 2 * MIB - 1) & ~(uintptr_t)(2 * MIB - 1));
-}
-
 /* Can this kernel collapse at all, here and now? */
 static void probe_collapse(void)
 {
@@ -35,7 +30,7 @@ static void probe_collapse(void)
 
     CHECK(scratch != MAP_FAILED);
     memset(scratch, 1, 4 * MIB);
-    if (madvise(aligned_up(scratch), 2 * MIB, MADV_COLLAPSE) != 0) {
+    if (madvise(tool_huge_align_up(scratch), 2 * MIB, MADV_COLLAPSE) != 0) {
         fprintf(stderr, "skip: MADV_COLLAPSE: %s\n", strerror(errno));
         exit(T_SKIP);
     }
@@ -54,11 +49,6 @@ static bool intact(const uint8_t *p, size_t len, uint8_t seed)
         if (p[i] != (uint8_t)(i * 7 + seed + (i >> 12)))
             return false;
     return true;
-}
-
-static long whole_blocks_kib(uint8_t *p, size_t len)
-{
-    return (long)((((uintptr_t)p + len) & ~(uintptr_t)(2 * MIB - 1)) - (uintptr_t)aligned_up(p)) / 1024;
 }
 
 static nd_mr *register_with(nd_adapter *a, nd_port *port, const char *knob, void *buf, size_t len)
@@ -97,8 +87,8 @@ int main(void)
     nd_adapter *a = t_open_loopback();
     nd_port *port;
     uint8_t *base = map_regions(REGION, 3), *off = base, *sparse = base + REGION + 4096;
-    uint8_t *on = base + 2 * (REGION + 4096), *hole = aligned_up(sparse);
-    long blocks_kib = whole_blocks_kib(on, REGION);
+    uint8_t *on = base + 2 * (REGION + 4096), *hole = tool_huge_align_up(sparse);
+    long blocks_kib = tool_whole_blocks_kib(on, REGION);
 
     CHECK(madvise(hole, 2 * MIB, MADV_DONTNEED) == 0);     /* reads as zeros from now on */
     CHECK_ST(nd_port_create(&port), ND_SUCCESS);
@@ -113,7 +103,7 @@ int main(void)
     }
     CHECK(t_library_threads_block_signals() >= 1);     /* nd-hugepages */
     CHECK(tool_huge_kib(off) == 0);
-    CHECK(tool_huge_kib(sparse) == whole_blocks_kib(sparse, REGION) - 2048);
+    CHECK(tool_huge_kib(sparse) == tool_whole_blocks_kib(sparse, REGION) - 2048);
     for (size_t i = 0; i < 2 * MIB; i++)
         CHECK(hole[i] == 0);
     fill(hole, 2 * MIB, (uint8_t)(1 + (hole - sparse) * 7 + ((hole - sparse) >> 12)));

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* nd_info: the served addresses, every adapter-info field per adapter, and every knob. */
 #include <netdirect/netdirect.h>
+#include "nd_smaps.h"
 
 #include <arpa/inet.h>
 #include <linux/membarrier.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +188,7 @@ static void report_huge_pages(void)
         printf("  registered memory: huge pages unknown (no scratch mapping)\n");
         return;
     }
-    char *aligned = (char *)(((uintptr_t)scratch + block - 1) & ~(uintptr_t)(block - 1));
+    uint8_t *aligned = tool_huge_align_up(scratch);
     aligned[0] = 1;
     if (madvise(aligned, block, 25 /* MADV_COLLAPSE */) == 0)
         printf("  registered memory: whole 2 MiB blocks of ordinary memory become huge pages after Register\n"

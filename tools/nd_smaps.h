@@ -4,9 +4,26 @@
 #define ND_SMAPS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
+
+#define TOOL_HUGE_BYTES ((uintptr_t)2 << 20)
+
+/* The first 2 MiB boundary at or after @p. */
+static inline uint8_t *tool_huge_align_up(const void *p)
+{
+    return (uint8_t *)(((uintptr_t)p + TOOL_HUGE_BYTES - 1) & ~(TOOL_HUGE_BYTES - 1));
+}
+
+/* KiB in the whole, aligned 2 MiB blocks of [p, p+len): what registration makes huge. */
+static inline long tool_whole_blocks_kib(const void *p, size_t len)
+{
+    uintptr_t start = (uintptr_t)tool_huge_align_up(p), end = ((uintptr_t)p + len) & ~(TOOL_HUGE_BYTES - 1);
+
+    return end > start ? (long)((end - start) / 1024) : 0;
+}
 
 /* AnonHugePages of the mapping (VMA) of this process that holds @addr, in KiB; -1 if none. */
 static inline long tool_huge_kib(const void *addr)

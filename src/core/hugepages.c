@@ -124,8 +124,8 @@ bool nd_huge_collapse_later(struct nd_adapter *a, const void *owner, const void 
     uintptr_t end = ((uintptr_t)buf + len) & ~(HUGE_PAGE_BYTES - 1);
     struct nd_huge_worker *w;
 
-    if (end <= start || (uintptr_t)buf + len < (uintptr_t)buf ||
-        strcmp(nd_env(ND_KNOB_MR_HUGE_PAGES), "0") == 0)
+    /* Register has checked that [buf, buf+len) is mapped: it does not wrap. */
+    if (end <= start || strcmp(nd_env(ND_KNOB_MR_HUGE_PAGES), "0") == 0)
         return false;
     pthread_mutex_lock(&a->lock);
     if (!a->huge_worker)
