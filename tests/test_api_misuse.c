@@ -157,6 +157,17 @@ static void counts_and_states(nd_adapter *a, const nd_adapter_info *in)
         ROW(nd_cq_notify(cq, ND_CQ_NOTIFY_ANY, NULL), ND_INVALID_PARAMETER_2),
         ROW(nd_qp_receive(qp, NULL, sge, 2), ND_DATA_OVERRUN),              /* more SGEs than created with */
         ROW(nd_qp_send(qp, NULL, sge, 1, 0x4000), ND_INVALID_PARAMETER_4),
+        /* Counts far past the array: refused before any entry beyond the limit is read. */
+        ROW(nd_qp_send(qp, NULL, sge, 0x10000000u, 0), ND_DATA_OVERRUN),
+        ROW(nd_qp_send(qp, NULL, sge, 0x10000000u, ND_OP_FLAG_INLINE), ND_DATA_OVERRUN),
+        ROW(nd_qp_write(qp, NULL, sge, 0x10000000u, 0, 0, 0), ND_DATA_OVERRUN),
+        ROW(nd_qp_read(qp, NULL, sge, 0x10000000u, 0, 0, 0), ND_DATA_OVERRUN),
+        ROW(nd_qp_receive(qp, NULL, sge, 0x10000000u), ND_DATA_OVERRUN),
+        /* A NULL SGE array is ND's parameter 2 (after the request context) everywhere. */
+        ROW(nd_qp_send(qp, NULL, NULL, 1, 0), ND_INVALID_PARAMETER_2),
+        ROW(nd_qp_write(qp, NULL, NULL, 1, 0, 0, 0), ND_INVALID_PARAMETER_2),
+        ROW(nd_qp_read(qp, NULL, NULL, 1, 0, 0, 0), ND_INVALID_PARAMETER_2),
+        ROW(nd_qp_receive(qp, NULL, NULL, 1), ND_INVALID_PARAMETER_2),
         ROW(nd_qp_send(qp, NULL, sge, 1, 0), ND_CONNECTION_INVALID),        /* not connected */
         ROW(nd_qp_write(qp, NULL, sge, 1, 0, 0, 0), ND_CONNECTION_INVALID),
         ROW(nd_qp_read(qp, NULL, sge, 1, 0, 0, 0), ND_CONNECTION_INVALID),

@@ -23,12 +23,14 @@ nd_status nd_qp_flush(nd_qp *qp);
  * SEND_AND_SOLICIT_EVENT, INLINE (buffers then need no registration).
  * Returns ND_SUCCESS (posted); ND_CONNECTION_INVALID when not connected;
  * ND_NO_MORE_ENTRIES when the initiator queue is full; ND_DATA_OVERRUN for too many SGEs;
- * ND_BUFFER_OVERFLOW for too many bytes; ND_INVALID_PARAMETER_4 for unknown flags.
+ * ND_BUFFER_OVERFLOW for too many bytes; ND_INVALID_PARAMETER_2 for a NULL @sge with
+ * @nsge > 0; ND_INVALID_PARAMETER_4 for unknown flags. The count is checked first: no
+ * SGE past the QP's limit is read.
  */
 nd_status nd_qp_send(nd_qp *qp, void *request_context, const nd_sge *sge, uint32_t nsge, uint32_t flags);
 
 /*
- * nd_qp_receive - Receive, allowed before connecting. Returns ND_SUCCESS;
+ * nd_qp_receive - Receive, allowed before connecting. Returns ND_SUCCESS; ND_INVALID_PARAMETER_2 (NULL @sge);
  * ND_NO_MORE_ENTRIES; ND_DATA_OVERRUN (SGEs); ND_BUFFER_OVERFLOW (bytes).
  */
 nd_status nd_qp_receive(nd_qp *qp, void *request_context, const nd_sge *sge, uint32_t nsge);

@@ -89,7 +89,7 @@ static uint32_t drain_all(struct nd_cq *cq, nd_result *results, uint32_t n, uint
 
 static uint32_t src_drain(struct nd_cq *cq, struct nd_cq_src *s, nd_result *out, uint32_t max)
 {
-    uint32_t n = 0, start = s->cons;
+    uint32_t n = 0;
 
     if (s->broken)
         return 0;
@@ -112,12 +112,17 @@ static uint32_t src_drain(struct nd_cq *cq, struct nd_cq_src *s, nd_result *out,
             n++;
             continue;
         }
+        /* Published entry by entry, before the owner frees the request (ops->retire):
+         * a free request slot then always has a free ring entry behind it. An empty
+         * poll stores nothing on the line the producer reads. */
         s->cons++;
-        n += x == ND_XLATE_OK;
-    }
-    /* Publish only a move: an empty poll must not touch the line the producer reads. */
-    if (s->cons != start)
         atomic_store_explicit(&s->hdr->cons, s->cons, memory_order_release);
+        if (x == ND_XLATE_OK) {
+            if (s->ops->retire)
+                s->ops->retire(s->ctx, &e);
+            n++;
+        }
+    }
     return n;
 }
 

@@ -27,6 +27,10 @@ struct nd_cq_src_ops {
      * completion may carry. Called with the CQ lock held (never the QP lock first).
      */
     enum nd_xlate (*translate)(void *ctx, const struct nd_cqe *entry, nd_result *result);
+    /* Optional: an entry translated ND_XLATE_OK is consumed and its consumer index is
+     * published; only now may the owner free the request it completed. Freed earlier, a
+     * post on another thread could complete into a ring that still looks full. */
+    void (*retire)(void *ctx, const struct nd_cqe *entry);
     /* The ring broke the protocol. Called with the CQ lock held: must not call into the CQ. */
     void (*broken)(void *ctx);
     /* Optional: let the owner move deferred work before the CQ looks (CQ lock held).

@@ -82,9 +82,15 @@ static enum nd_xlate initiator_translate(void *ctx, const struct nd_cqe *e, nd_r
     r->qp_context = qp->context;
     r->request_context = slot->ctx;
     r->request_type = (nd_request_type)slot->type;
+    return ND_XLATE_OK;
+}
+
+static void initiator_retire(void *ctx, const struct nd_cqe *e)
+{
+    struct nd_qp *qp = ctx;
+
     atomic_store_explicit(&qp->sq_reaped, e->wr_index + 1, memory_order_release);
     advance_reaped(qp);
-    return ND_XLATE_OK;
 }
 
 static void receive_result(struct nd_qp *qp, uint32_t k, nd_status st, uint32_t bytes, nd_result *r)
@@ -94,7 +100,15 @@ static void receive_result(struct nd_qp *qp, uint32_t k, nd_status st, uint32_t 
     r->qp_context = qp->context;
     r->request_context = rq_slot(qp, k)->ctx;
     r->request_type = ND_REQUEST_TYPE_RECEIVE;
-    atomic_store_explicit(&qp->rq_expected, k + 1, memory_order_release);
+}
+
+/* Receive @k's slot may take a new receive. */
+static void receive_retire(void *ctx, const struct nd_cqe *e)
+{
+    struct nd_qp *qp = ctx;
+
+    if (!qp->srq)
+        atomic_store_explicit(&qp->rq_expected, e->wr_index + 1, memory_order_release);
 }
 
 /* Scatter a message (from its slot, or from the entry itself) into the receive's buffers. */
@@ -194,7 +208,9 @@ static enum nd_xlate flush_translate(void *ctx, const struct nd_cqe *e, nd_resul
         /* Earlier receives belong to the inbound ring; if that ring is gone, flush them here. */
         if (!__atomic_load_n(&qp->inbound_dead, __ATOMIC_ACQUIRE))
             return ND_XLATE_DEFER;
+        /* The entry stays in its ring: this receive's slot may go at once. */
         receive_result(qp, exp, ND_CANCELED, 0, r);
+        atomic_store_explicit(&qp->rq_expected, exp + 1, memory_order_release);
         return ND_XLATE_KEEP;
     }
     receive_result(qp, k, e->status, 0, r);
@@ -230,14 +246,16 @@ static void qp_idle(void *ctx)
     nd_qp_idle(ctx);
 }
 
-static const struct nd_cq_src_ops initiator_ops = { .translate = initiator_translate, .progress = qp_progress,
-                                                    .idle = qp_idle };
-static const struct nd_cq_src_ops inbound_ops = { .translate = inbound_translate, .broken = inbound_broken,
-                                                  .progress = qp_progress, .idle = qp_idle };
+static const struct nd_cq_src_ops initiator_ops = { .translate = initiator_translate, .retire = initiator_retire,
+                                                    .progress = qp_progress, .idle = qp_idle };
+static const struct nd_cq_src_ops inbound_ops = { .translate = inbound_translate, .retire = receive_retire,
+                                                  .broken = inbound_broken, .progress = qp_progress,
+                                                  .idle = qp_idle };
 /* When both queues share a CQ, the initiator ring's hook already moves the QP on every poll. */
 static const struct nd_cq_src_ops inbound_ops_shared_cq = { .translate = inbound_translate,
+                                                            .retire = receive_retire,
                                                             .broken = inbound_broken };
-static const struct nd_cq_src_ops flush_ops = { .translate = flush_translate };
+static const struct nd_cq_src_ops flush_ops = { .translate = flush_translate, .retire = receive_retire };
 
 /* ---- completion and failure (QP lock held) ---- */
 

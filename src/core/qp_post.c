@@ -89,14 +89,19 @@ static nd_status post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
 static nd_status check_transfer(struct nd_qp *qp, const nd_sge *sge, uint32_t nsge, uint32_t flags,
                                 uint32_t max_sge, uint64_t *total)
 {
+    /* The SGE is ND's second parameter (after the request context). */
     if (nsge && !sge)
-        return ND_INVALID_PARAMETER_3;
+        return ND_INVALID_PARAMETER_2;
+    /* The count first: nothing past the limit is ever read of the caller's array. Inline
+     * data is copied at the post, so its SGEs count against the adapter's limit only. */
+    if (nsge > ((flags & ND_OP_FLAG_INLINE) ? nd_limits.max_initiator_sge : max_sge))
+        return ND_DATA_OVERRUN;
     *total = sge_total(sge, nsge);
     if (*total > nd_limits.max_transfer_length)
         return ND_BUFFER_OVERFLOW;
     if (flags & ND_OP_FLAG_INLINE)
         return *total > qp->inline_size ? ND_BUFFER_OVERFLOW : ND_SUCCESS;
-    return nsge > max_sge ? ND_DATA_OVERRUN : ND_SUCCESS;
+    return ND_SUCCESS;
 }
 
 ND_API nd_status nd_qp_send(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags)
