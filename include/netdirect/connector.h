@@ -9,7 +9,11 @@
 extern "C" {
 #endif
 
-/* nd_connector_close - Release; a connected connector disconnects implicitly. */
+/*
+ * nd_connector_close - Release; a connected connector disconnects implicitly.
+ * ND_DEVICE_BUSY while a listener's GetConnectionRequest is pending on it: cancel that
+ * request (nd_listener_cancel_overlapped_requests) or let it complete first.
+ */
 nd_status nd_connector_close(nd_connector *connector);
 
 /*

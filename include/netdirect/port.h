@@ -35,8 +35,9 @@ int nd_port_fd(const nd_port *port);
  * @timeout_ms: 0 polls, ND_INFINITE waits forever.
  * Returns ND_SUCCESS with *ov set (read (*ov)->status for the request's result; ND
  * requires a call of nd_get_overlapped_result, which then returns at once);
- * ND_TIMEOUT when nothing completed in time (*ov untouched); ND_INVALID_PARAMETER_1/_3.
- * Completions come out in the order they were completed (FIFO).
+ * ND_TIMEOUT when nothing completed in time (*ov untouched); ND_INVALID_PARAMETER_1/_3;
+ * ND_CANCELED when another thread closes the port while this one waits (as closing an
+ * IOCP wakes its waiters). Completions come out in the order they were completed (FIFO).
  */
 nd_status nd_port_wait(nd_port *port, int timeout_ms, nd_overlapped **ov);
 

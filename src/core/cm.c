@@ -647,6 +647,8 @@ ND_API nd_status nd_connector_connect(nd_connector *c, nd_qp *qp, const struct s
         return ND_INVALID_PARAMETER_6;
     if (!ov)
         return ND_INVALID_PARAMETER_8;
+    if (nd_ov_is_pending(ov))
+        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
     if (nd_sockaddr_is_wildcard(dest))
         return STATUS_BAD_NETWORK_NAME;
     pthread_mutex_lock(&c->lock);
@@ -681,6 +683,8 @@ ND_API nd_status nd_connector_complete_connect(nd_connector *c, nd_overlapped *o
         return ND_INVALID_HANDLE;
     if (!ov)
         return ND_INVALID_PARAMETER_1;
+    if (nd_ov_is_pending(ov))
+        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
     pthread_mutex_lock(&c->lock);
     if (c->state != ND_CS_REP_RECEIVED) {
         st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_ABORTED : ND_CONNECTION_INVALID;
@@ -736,7 +740,7 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
         return ND_INVALID_PARAMETER_1;
     if (plen > nd_limits.max_callee_data)
         return ND_INVALID_BUFFER_SIZE;
-    if ((plen && !pdata) || !ov)
+    if ((plen && !pdata) || !ov || nd_ov_is_pending(ov))
         return ND_INVALID_PARAMETER;
     pthread_mutex_lock(&c->lock);
     if (c->state != ND_CS_REQ_RECEIVED || qp->state != ND_QPS_IDLE) {
@@ -819,6 +823,8 @@ ND_API nd_status nd_connector_notify_disconnect(nd_connector *c, nd_overlapped *
         return ND_INVALID_HANDLE;
     if (!ov)
         return ND_INVALID_PARAMETER_1;
+    if (nd_ov_is_pending(ov))
+        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
     nd_ovbatch_init(&b, c->ov.port);
     pthread_mutex_lock(&c->lock);
     connector_pump(c, &b);   /* a disconnect may already be waiting in the socket */
@@ -863,6 +869,8 @@ ND_API nd_status nd_connector_disconnect(nd_connector *c, nd_overlapped *ov)
         return ND_INVALID_HANDLE;
     if (!ov)
         return ND_INVALID_PARAMETER_1;
+    if (nd_ov_is_pending(ov))
+        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
     nd_ovbatch_init(&b, c->ov.port);
     pthread_mutex_lock(&c->lock);
     if (c->state == ND_CS_CONNECTED || c->state == ND_CS_PASSIVE_DISC)
@@ -932,6 +940,15 @@ ND_API nd_status nd_connector_close(nd_connector *c)
 
     if (!connector_valid(c))
         return ND_INVALID_HANDLE;
+    /* A listener's pending GetConnectionRequest holds this connector: it would fill a
+     * freed one. The application cancels that request (or lets it complete) first, as it
+     * must for a CQ that queue pairs still use. */
+    pthread_mutex_lock(&c->lock);
+    if (c->state == ND_CS_QUEUED) {
+        pthread_mutex_unlock(&c->lock);
+        return ND_DEVICE_BUSY;
+    }
+    pthread_mutex_unlock(&c->lock);
     nd_connector_cancel_overlapped_requests(c);
     nd_ovbatch_init(&b, c->ov.port);
     pthread_mutex_lock(&c->lock);

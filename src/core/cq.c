@@ -415,6 +415,8 @@ ND_API nd_status nd_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov)
         return ND_INVALID_PARAMETER_1;
     if (!ov)
         return ND_INVALID_PARAMETER_2;
+    if (nd_ov_is_pending(ov))
+        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
     nd_ovbatch_init(&b, cq->ov.port);
     nd_lock_acquire(&cq->lock);
     if (cq->error != ND_SUCCESS) {

@@ -399,6 +399,8 @@ ND_API nd_status nd_listener_get_connection_request(nd_listener *l, nd_connector
         return ND_INVALID_PARAMETER_1;
     if (!ov)
         return ND_INVALID_PARAMETER_2;
+    if (nd_ov_is_pending(ov))
+        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
     nd_ovbatch_init(&b, l->ov.port);
     pthread_mutex_lock(&l->lock);
     if (l->state != LS_LISTENING) {

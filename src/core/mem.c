@@ -90,6 +90,8 @@ ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t
         return ND_INVALID_PARAMETER_3;
     if (!ov)
         return ND_INVALID_PARAMETER_4;
+    if (nd_ov_is_pending(ov))
+        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
     if (!buf || !range_mapped(buf, len))
         return ND_ACCESS_VIOLATION;
     pthread_mutex_lock(&mr->lock);
@@ -140,6 +142,8 @@ ND_API nd_status nd_mr_deregister(nd_mr *mr, nd_overlapped *ov)
         return ND_INVALID_HANDLE;
     if (!ov)
         return ND_INVALID_PARAMETER_1;
+    if (nd_ov_is_pending(ov))
+        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
     return mr_deregister(mr);
 }
 

@@ -9,6 +9,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -76,6 +77,11 @@ struct nd_port {
      */
     uint32_t *pending, npending, cappending;
     _Atomic uint32_t sleepers;
+    /* Threads inside nd_port_wait, and whether the port is closing: Dekker between a waiter
+     * (counts itself, then looks at closing) and nd_port_close (sets closing, then waits
+     * for the count to drop), as closing an IOCP wakes the threads asleep in it. */
+    _Atomic uint32_t waiters;
+    _Atomic bool closing;
     bool eager;                 /* nd_port_fd handed the set out: everything goes in at once */
 };
 
@@ -186,6 +192,16 @@ ND_API nd_status nd_port_close(nd_port *port)
         return ND_INVALID_HANDLE;
     if (atomic_load(&port->objects) != 0)
         return ND_DEVICE_BUSY;
+    atomic_store(&port->closing, true);
+    if (atomic_load(&port->waiters)) {
+        uint64_t one = 1;
+
+        /* queue_fd is in every sleeper's epoll set: raised, it wakes them all for good. */
+        if (write(port->queue_fd, &one, sizeof(one)) < 0)
+            nd_log(ND_LOG_WARN, ND_SUB_PORT, "port wake-up failed: %m");
+        while (atomic_load(&port->waiters))
+            sched_yield();
+    }
     port->magic = ND_MAGIC_DEAD;
     close(port->epfd);
     close(port->queue_fd);
@@ -549,21 +565,35 @@ static int remaining_ms(int timeout_ms, uint64_t deadline)
     return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
 }
 
+static nd_status port_wait(struct nd_port *port, int timeout_ms, nd_overlapped **out);
+
 ND_API nd_status nd_port_wait(nd_port *port, int timeout_ms, nd_overlapped **out)
+{
+    nd_status st;
+
+    if (!nd_port_valid(port))
+        return ND_INVALID_PARAMETER_1;
+    if (!out)
+        return ND_INVALID_PARAMETER_3;
+    atomic_fetch_add(&port->waiters, 1);
+    st = port_wait(port, timeout_ms, out);
+    atomic_fetch_sub(&port->waiters, 1);
+    return st;
+}
+
+static nd_status port_wait(struct nd_port *port, int timeout_ms, nd_overlapped **out)
 {
     uint64_t deadline = timeout_ms > 0 ? nd_now_ns() + (uint64_t)timeout_ms * 1000000 : 0;
     struct epoll_event ev[32];
     struct nd_ovbatch batch;
     nd_overlapped *ov;
 
-    if (!nd_port_valid(port))
-        return ND_INVALID_PARAMETER_1;
-    if (!out)
-        return ND_INVALID_PARAMETER_3;
     nd_ovbatch_init(&batch, port);
     for (bool expired = false;; ) {
         int wait, n;
 
+        if (atomic_load(&port->closing))
+            return ND_CANCELED;     /* the port is being closed under us */
         ov = deliver_and_take(port, &batch);
         if (ov) {
             *out = ov;

@@ -266,6 +266,8 @@ ND_API nd_status nd_srq_notify(nd_srq *s, nd_overlapped *ov)
         return ND_INVALID_HANDLE;
     if (!ov)
         return ND_INVALID_PARAMETER_1;
+    if (nd_ov_is_pending(ov))
+        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
     nd_lock_acquire(&s->lock);
     if (s->threshold == 0)
         st = ND_INVALID_DEVICE_STATE;
