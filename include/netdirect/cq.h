@@ -33,7 +33,10 @@ nd_status nd_cq_resize(nd_cq *cq, uint32_t depth);
  * the event happens or the request is cancelled); ND_SUCCESS when a completion that
  * GetResults has not returned and that has not yet satisfied a notify is already there
  * (nothing is queued then); the sticky error of a broken CQ (ND_BUFFER_OVERFLOW after an
- * overrun, ND_INTERNAL_ERROR). Arming makes no system call.
+ * overrun, ND_INTERNAL_ERROR). Arming makes no system call. An overrun completes a
+ * pending ERRORS notify with ND_BUFFER_OVERFLOW when the application next polls the CQ
+ * or its notify (GetOverlappedResult, even without wait); the CQ's queue pairs then enter
+ * the error state, and the entries already queued still come out of GetResults.
  */
 nd_status nd_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov);
 

@@ -50,7 +50,8 @@ nd_status nd_port_post(nd_port *port, nd_overlapped *ov, nd_status status, uint6
 /*
  * nd_get_overlapped_result - IND2Overlapped::GetOverlappedResult for any object.
  * @wait: nonzero blocks until the request completes (driving the object's progress);
- * zero returns ND_PENDING if still in flight.
+ * zero moves the object's progress once without blocking (a peer's disconnect, a CQ
+ * event, an incoming connection), then returns ND_PENDING if still in flight.
  * Returns the request's final status (ND_SUCCESS, ND_CANCELED, or its error), or
  * ND_PENDING; ND_INVALID_PARAMETER_1 for NULL. A completion that was also queued to the
  * port stays queued.

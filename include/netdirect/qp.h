@@ -9,7 +9,8 @@
 extern "C" {
 #endif
 
-/* nd_qp_close - Release; outstanding requests are flushed. */
+/* nd_qp_close - Release; outstanding requests are flushed: their results (ND_CANCELED)
+ * stay in the CQs for GetResults, and an armed CQ is signalled. */
 nd_status nd_qp_close(nd_qp *qp);
 
 /*

@@ -29,7 +29,8 @@ void nd_cm_msg_init(struct nd_cm_msg *m, uint16_t type)
 #define CM_SPIN_NS (50ull * 1000)   /* how long a connector wait spins (bell or socket) */
 
 static void connector_wait(struct nd_ovobj *obj, nd_overlapped *ov);
-static const struct nd_ovobj_ops connector_ov_ops = { .wait = connector_wait };
+static void connector_poll(struct nd_ovobj *obj);
+static const struct nd_ovobj_ops connector_ov_ops = { .wait = connector_wait, .poll = connector_poll };
 
 static struct nd_connector *connector_of(struct nd_ovobj *obj)
 {
@@ -391,6 +392,11 @@ static void connector_pump_once(struct nd_connector *c)
     connector_pump(c, &b);
     pthread_mutex_unlock(&c->lock);
     nd_port_deliver(&b);
+}
+
+static void connector_poll(struct nd_ovobj *obj)
+{
+    connector_pump_once(connector_of(obj));
 }
 
 static void spin_on_bell(struct nd_connector *c, nd_overlapped *ov, struct nd_qp *qp, uint32_t seen)

@@ -58,6 +58,10 @@ struct nd_ovobj;
 struct nd_ovobj_ops {
     /* Block until @ov is no longer pending, driving the object's progress. NULL: futex wait. */
     void (*wait)(struct nd_ovobj *obj, nd_overlapped *ov);
+    /* Optional: move the object's progress once, without blocking (GetOverlappedResult
+     * without wait on a pending request: an application that polls so, and waits on no
+     * port, must still see a peer's disconnect or a CQ event). */
+    void (*poll)(struct nd_ovobj *obj);
 };
 
 /* The IND2Overlapped part of an object: its port and its FIFO of pending requests. */

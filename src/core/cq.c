@@ -35,7 +35,8 @@ static uint32_t queued_entries(struct nd_cq *cq);
 static uint32_t queued_entries_upto(struct nd_cq *cq, uint32_t limit);
 static void cq_fail_locked(struct nd_cq *cq, nd_status status, struct nd_ovbatch *b);
 static void poke_waiters(struct nd_cq *cq);
-static const struct nd_ovobj_ops cq_ov_ops = { .wait = cq_wait };
+static void cq_poll(struct nd_ovobj *obj);
+static const struct nd_ovobj_ops cq_ov_ops = { .wait = cq_wait, .poll = cq_poll };
 
 static struct nd_cq *cq_of_ovobj(struct nd_ovobj *obj)
 {
@@ -126,13 +127,38 @@ static uint32_t src_drain(struct nd_cq *cq, struct nd_cq_src *s, nd_result *out,
     return n;
 }
 
+static uint32_t take_orphans(struct nd_cq *cq, nd_result *out, uint32_t max)
+{
+    uint32_t n = cq->norphans < max ? cq->norphans : max;
+
+    memcpy(out, cq->orphans + cq->orphan_head, n * sizeof(*out));
+    cq->orphan_head += n;
+    cq->norphans -= n;
+    cq->orphans_reported = cq->orphans_reported > n ? cq->orphans_reported - n : 0;
+    if (!cq->norphans)
+        cq->orphan_head = 0;
+    return n;
+}
+
 ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
 {
+    struct nd_ovbatch b;
+    bool overran = false;
     uint32_t n = 0;
 
     if (!cq || cq->magic != ND_MAGIC_CQ || !results)
         return 0;
     nd_lock_acquire(&cq->lock);
+    if (ND_UNLIKELY(cq->norphans))
+        n = take_orphans(cq, results, max);
+    /* A pending Notify(ERRORS) is owed an overrun as soon as one exists: count first.
+     * The entries still come out (nothing is lost); the CQ's queue pairs stop. */
+    if (ND_UNLIKELY(cq->n_err) && n + queued_entries_upto(cq, cq->depth) > cq->depth)
+        overran = true;
+    if (ND_UNLIKELY(overran)) {
+        nd_ovbatch_init(&b, cq->ov.port);
+        cq_fail_locked(cq, ND_BUFFER_OVERFLOW, &b);
+    }
     /* What is already in the rings goes first; transports are moved (a system call for
      * iwarp) only when that does not fill the caller's array. */
     n = drain_all(cq, results, n, max);
@@ -154,16 +180,15 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
     if (ND_UNLIKELY(cq->error == ND_SUCCESS &&
                     (n > cq->depth || (n == max && (++cq->full_polls & 15) == 0 &&
                                        n + queued_entries_upto(cq, cq->depth - n) > cq->depth)))) {
-        struct nd_ovbatch b;
-
         nd_ovbatch_init(&b, cq->ov.port);
         cq_fail_locked(cq, ND_BUFFER_OVERFLOW, &b);
-        nd_lock_release(&cq->lock);
-        nd_port_deliver(&b);
-        poke_waiters(cq);
-        return n;
+        overran = true;
     }
     nd_lock_release(&cq->lock);
+    if (ND_UNLIKELY(overran)) {
+        nd_port_deliver(&b);
+        poke_waiters(cq);
+    }
     return n;
 }
 
@@ -241,6 +266,8 @@ static void complete_notifies(struct nd_cq *cq, nd_status status, bool all, stru
             nd_ov_requeue(&cq->ov, ov);   /* keeps an ERRORS request pending, in order */
     }
     cq->n_any = cq->n_sol = 0;
+    if (all)
+        cq->n_err = 0;
     if (!all)
         for (uint32_t i = 0; i < cq->nsrc; i++) {
             struct nd_cq_src *src = cq->src[i];
@@ -258,6 +285,9 @@ static void cq_fail_locked(struct nd_cq *cq, nd_status status, struct nd_ovbatch
     cq->error = status;
     nd_log(ND_LOG_WARN, ND_SUB_CQ, "CQ %p failed: %s", (void *)cq, nd_strerror(status));
     complete_notifies(cq, status, true, b);
+    for (uint32_t i = 0; i < cq->nsrc; i++)
+        if (cq->src[i]->ops->cq_failed)
+            cq->src[i]->ops->cq_failed(cq->src[i]->ctx, status);
 }
 
 /* Under the lock: detect an overrun, and release the notifies an entry satisfies. */
@@ -274,6 +304,12 @@ static bool cq_progress(struct nd_cq *cq, struct nd_ovbatch *b)
     }
     if (type == ND_ARM_NONE)
         return false;
+    /* Orphans are flushes (errors): they satisfy either kind of arm, once. */
+    if (cq->norphans > cq->orphans_reported) {
+        cq->orphans_reported = cq->norphans;
+        complete_notifies(cq, ND_SUCCESS, false, b);
+        return true;
+    }
     for (uint32_t i = 0; i < cq->nsrc; i++)
         if (src_triggers(cq->src[i], type)) {
             complete_notifies(cq, ND_SUCCESS, false, b);
@@ -339,6 +375,18 @@ static bool notifies_all_waited(struct nd_cq *cq)
         if (!(p->flags & ND_OV_FLAG_NO_PORT))
             return false;
     return true;
+}
+
+static void cq_poll(struct nd_ovobj *obj)
+{
+    struct nd_cq *cq = cq_of_ovobj(obj);
+    struct nd_ovbatch b;
+
+    nd_ovbatch_init(&b, cq->ov.port);
+    nd_lock_acquire(&cq->lock);
+    cq_progress(cq, &b);
+    nd_lock_release(&cq->lock);
+    nd_port_deliver(&b);
 }
 
 static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
@@ -424,6 +472,7 @@ ND_API nd_status nd_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov)
     } else if (type == ND_CQ_NOTIFY_ERRORS) {
         nd_ov_start(&cq->ov, ov);
         ov->internal_reserved = type;
+        cq->n_err++;
     } else {
         bool any = type == ND_CQ_NOTIFY_ANY || cq->n_any;
 
@@ -457,7 +506,7 @@ ND_API nd_status nd_cq_cancel_overlapped_requests(nd_cq *cq)
         next = nd_ov_next(ov);
         nd_ov_finish(ov, ND_CANCELED, 0, &b);
     }
-    cq->n_any = cq->n_sol = 0;
+    cq->n_any = cq->n_sol = cq->n_err = 0;
     arm_store(cq, ND_ARM_NONE);
     nd_lock_release(&cq->lock);
     nd_port_deliver(&b);
@@ -577,6 +626,7 @@ ND_API nd_status nd_cq_close(nd_cq *cq)
     for (uint32_t i = 0; i < cq->nsrc; i++)
         free(cq->src[i]);
     free(cq->src);
+    free(cq->orphans);
     nd_lock_destroy(&cq->lock);
     nd_adapter_unref(cq->adapter);
     nd_port_unref(port);
@@ -617,9 +667,63 @@ nd_status nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct n
     return ND_SUCCESS;
 }
 
+/* Room for one more orphan (CQ lock held); false when out of memory. */
+static bool orphan_room(struct nd_cq *cq)
+{
+    if (cq->orphan_head + cq->norphans < cq->orphan_cap)
+        return true;
+    if (cq->orphan_head) {
+        memmove(cq->orphans, cq->orphans + cq->orphan_head, cq->norphans * sizeof(*cq->orphans));
+        cq->orphan_head = 0;
+        return true;
+    }
+    nd_result *grown = nd_with_room(cq->orphans, &cq->orphan_cap, cq->norphans, sizeof(*grown));
+
+    if (!grown)
+        return false;
+    cq->orphans = grown;
+    return true;
+}
+
+/* Translate what @s still holds into orphans, as GetResults would have (CQ lock held). */
+static void salvage(struct nd_cq *cq, struct nd_cq_src *s)
+{
+    nd_result r;
+
+    while (!s->broken && cq->error == ND_SUCCESS && nd_cqe_valid(s->ents, s->mask, s->cons)) {
+        struct nd_cqe e;
+        enum nd_xlate x;
+
+        memcpy(&e, &s->ents[s->cons & s->mask], sizeof(e));
+        x = s->ops->translate(s->ctx, &e, &r);
+        if (x == ND_XLATE_DEFER || x == ND_XLATE_BAD)
+            break;
+        if (x != ND_XLATE_SKIP) {
+            if (!orphan_room(cq)) {
+                nd_log(ND_LOG_ERROR, ND_SUB_CQ, "no memory for the completions of a closed queue pair");
+                break;
+            }
+            cq->orphans[cq->orphan_head + cq->norphans++] = r;
+        }
+        if (x == ND_XLATE_KEEP)
+            continue;
+        s->cons++;
+        atomic_store_explicit(&s->hdr->cons, s->cons, memory_order_release);
+        if (x == ND_XLATE_OK && s->ops->retire)
+            s->ops->retire(s->ctx, &e);
+    }
+}
+
 void nd_cq_detach(struct nd_cq *cq, struct nd_cq_src *s)
 {
+    struct nd_ovbatch b;
+    bool orphaned;
+
+    nd_ovbatch_init(&b, cq->ov.port);
     nd_lock_acquire(&cq->lock);
+    orphaned = cq->norphans;
+    salvage(cq, s);
+    orphaned = cq->norphans != orphaned;
     for (uint32_t i = 0; i < cq->nsrc; i++)
         if (cq->src[i] == s) {
             cq->src[i] = cq->src[--cq->nsrc];
@@ -628,7 +732,12 @@ void nd_cq_detach(struct nd_cq *cq, struct nd_cq_src *s)
         }
     if (cq->next_scan >= cq->nsrc)
         cq->next_scan = 0;
+    if (orphaned)
+        cq_progress(cq, &b);        /* an armed CQ hears of the flushes */
     nd_lock_release(&cq->lock);
+    nd_port_deliver(&b);
+    if (orphaned)
+        poke_waiters(cq);
     free(s);
 }
 

@@ -38,6 +38,9 @@ struct nd_cq_src_ops {
     bool (*progress)(void *ctx);
     /* Optional: the poller is about to sleep; nothing may wait for its next poll (CQ lock held). */
     void (*idle)(void *ctx);
+    /* Optional: the CQ failed (overrun, catastrophic error); its queue pairs become
+     * unusable. Called with the CQ lock held, once per ring. */
+    void (*cq_failed)(void *ctx, nd_status status);
 };
 
 struct nd_cq {
@@ -63,6 +66,11 @@ struct nd_cq {
     uint32_t ndefer_capable;        /* rings whose owner may defer (queue pairs) */
     bool deferred;                  /* a ring deferred during this GetResults */
     uint32_t full_polls;            /* GetResults calls that filled their array */
+    uint32_t n_err;                 /* pending ERRORS notifies: GetResults checks for an overrun */
+    /* Results of rings detached with entries left (a queue pair closed with requests
+     * outstanding: its flushes), returned before anything else; under the lock. */
+    nd_result *orphans;
+    uint32_t orphan_head, norphans, orphan_cap, orphans_reported;
 };
 
 nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t depth, uint16_t group,
@@ -72,7 +80,8 @@ nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t dept
 nd_status nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct nd_cqe *ents,
                        uint32_t entries, const struct nd_cq_src_ops *ops, void *ctx,
                        struct nd_cq_src **src);
-/* Detach a ring; entries not yet returned by GetResults are dropped. */
+/* Detach a ring. Its entries not yet returned are translated now (the owner's request
+ * table is still there) and kept by the CQ for GetResults; an armed CQ is signalled. */
 void nd_cq_detach(struct nd_cq *cq, struct nd_cq_src *src);
 
 /* A producer in this process for a ring attached to @cq. */

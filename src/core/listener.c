@@ -56,7 +56,8 @@ struct nd_listener {
 
 static void listener_wait(struct nd_ovobj *obj, nd_overlapped *ov);
 static void listener_on_signal(void *obj, struct nd_ovbatch *b);
-static const struct nd_ovobj_ops listener_ov_ops = { .wait = listener_wait };
+static void listener_poll(struct nd_ovobj *obj);
+static const struct nd_ovobj_ops listener_ov_ops = { .wait = listener_wait, .poll = listener_poll };
 
 static bool listener_valid(const struct nd_listener *l)
 {
@@ -256,6 +257,16 @@ static void listener_on_signal(void *obj, struct nd_ovbatch *b)
     if (l->magic == ND_MAGIC_LISTENER)      /* not closed while this call waited for the lock */
         listener_pump(l, b);
     pthread_mutex_unlock(&l->lock);
+}
+
+static void listener_poll(struct nd_ovobj *obj)
+{
+    struct nd_listener *l = (struct nd_listener *)((char *)obj - offsetof(struct nd_listener, ov));
+    struct nd_ovbatch b;
+
+    nd_ovbatch_init(&b, l->ov.port);
+    listener_on_signal(l, &b);
+    nd_port_deliver(&b);
 }
 
 static void listener_wait(struct nd_ovobj *obj, nd_overlapped *ov)

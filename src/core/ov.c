@@ -220,9 +220,14 @@ ND_API nd_status nd_get_overlapped_result(nd_overlapped *ov, int wait)
     if (!ov)
         return ND_INVALID_PARAMETER_1;
     s = __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE);
-    if (s != ND_PENDING || !wait)
+    if (s != ND_PENDING)
         return s;
     obj = ov->internal_owner;
+    if (!wait) {
+        if (obj && obj->ops && obj->ops->poll)
+            obj->ops->poll(obj);
+        return __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE);
+    }
     if (obj && obj->ops && obj->ops->wait)
         obj->ops->wait(obj, ov);
     else

@@ -246,15 +246,23 @@ static void qp_idle(void *ctx)
     nd_qp_idle(ctx);
 }
 
+/* The CQ overran (or failed): its queue pairs are unusable (ND). CQ lock held. */
+static void qp_cq_failed(void *ctx, nd_status status)
+{
+    nd_qp_fail(ctx, status);
+}
+
 static const struct nd_cq_src_ops initiator_ops = { .translate = initiator_translate, .retire = initiator_retire,
-                                                    .progress = qp_progress, .idle = qp_idle };
+                                                    .progress = qp_progress, .idle = qp_idle,
+                                                    .cq_failed = qp_cq_failed };
 static const struct nd_cq_src_ops inbound_ops = { .translate = inbound_translate, .retire = receive_retire,
                                                   .broken = inbound_broken, .progress = qp_progress,
-                                                  .idle = qp_idle };
+                                                  .idle = qp_idle, .cq_failed = qp_cq_failed };
 /* When both queues share a CQ, the initiator ring's hook already moves the QP on every poll. */
 static const struct nd_cq_src_ops inbound_ops_shared_cq = { .translate = inbound_translate,
                                                             .retire = receive_retire,
-                                                            .broken = inbound_broken };
+                                                            .broken = inbound_broken,
+                                                            .cq_failed = qp_cq_failed };
 static const struct nd_cq_src_ops flush_ops = { .translate = flush_translate, .retire = receive_retire };
 
 /* ---- completion and failure (QP lock held) ---- */
@@ -495,8 +503,11 @@ ND_API nd_status nd_qp_close(nd_qp *qp)
     qp->magic = ND_MAGIC_DEAD;
     __atomic_store_n(&qp->has_progress, false, __ATOMIC_RELEASE);
     nd_lock_release(&qp->lock);
+    /* Each ring's flushes go to its CQ as the ring detaches (nd_cq_detach): the inbound
+     * ring's first, then the flush ring's, which no longer waits for the inbound ring. */
     nd_cq_detach(qp->icq, qp->isrc);
     nd_cq_detach(qp->rcq, qp->rsrc);
+    __atomic_store_n(&qp->inbound_dead, true, __ATOMIC_RELEASE);
     nd_cq_detach(qp->rcq, qp->lsrc);
     nd_lock_acquire(&qp->lock);
     if (qp->tops && qp->tops->destroy)
