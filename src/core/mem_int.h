@@ -63,6 +63,11 @@ void nd_mtab_revoke(struct nd_adapter *a, uint32_t index);
  */
 nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
                         uint64_t addr, uint64_t len, uint32_t need);
+/* Why nd_mtab_check refused: the three protection errors of RFC 5040 §7.4 (the values
+ * are RDMAP's remote protection error codes). A range that wraps is out of bounds. */
+enum nd_mtab_why { ND_MTAB_BAD_STAG = 0x00, ND_MTAB_BOUNDS = 0x01, ND_MTAB_RIGHTS = 0x02, ND_MTAB_OK = 0xff };
+enum nd_mtab_why nd_mtab_why(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
+                             uint64_t addr, uint64_t len, uint32_t need);
 /* The same, also reading the entry's share (ino 0 when the memory is not shareable). */
 nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
                               uint64_t addr, uint64_t len, uint32_t need, struct nd_mtab_share *share);

@@ -135,6 +135,20 @@ static bool entry_grants(const struct nd_mtab_entry *e, uint32_t token, uint64_t
     return addr >= e->addr && addr - e->addr <= e->length && len <= e->length - (addr - e->addr);
 }
 
+enum nd_mtab_why nd_mtab_why(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
+                             uint64_t addr, uint64_t len, uint32_t need)
+{
+    uint32_t index = ND_TOKEN_INDEX(token);
+    struct nd_mtab_entry e;
+
+    if (index == 0 || index >= entries || !entry_read(&table[index], &e, false) || e.token != token)
+        return ND_MTAB_BAD_STAG;
+    /* Rights before bounds, as siw checks them. */
+    if ((e.access & need) != need)
+        return ND_MTAB_RIGHTS;
+    return entry_grants(&e, token, addr, len, need) ? ND_MTAB_OK : ND_MTAB_BOUNDS;
+}
+
 nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
                               uint64_t addr, uint64_t len, uint32_t need, struct nd_mtab_share *share)
 {

@@ -136,6 +136,16 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
     return HDR_OK;
 }
 
+/* A remote access our table refused: Terminate with the reason RFC 5040 §7.4 names. */
+static enum hdr_verdict protection_error(struct iw_conn *c, uint32_t stag, uint64_t to, uint64_t len, uint32_t need)
+{
+    enum nd_mtab_why why = nd_mtab_why(c->qp->adapter->mtab, ND_MTAB_ENTRIES, stag, to, len, need);
+
+    if (why == ND_MTAB_OK)
+        why = ND_MTAB_BAD_STAG;     /* changed between the two looks: it was refused */
+    return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, (uint8_t)why, ND_ACCESS_VIOLATION);
+}
+
 static enum hdr_verdict check_read_response(struct iw_conn *c, uint32_t plen)
 {
     const struct iw_hdr *h = &c->rh;
@@ -170,7 +180,7 @@ static enum hdr_verdict check_read_request(struct iw_conn *c)
         return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x07, ND_CANCELED);
     if (h->rr.size && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->rr.src_stag, h->rr.src_to,
                                     h->rr.size, ND_ACCESS_REMOTE_READ))
-        return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, ND_ACCESS_VIOLATION);
+        return protection_error(c, h->rr.src_stag, h->rr.src_to, h->rr.size, ND_ACCESS_REMOTE_READ);
     c->expect_msn_read++;
     c->irq_fences += !h->rr.size;
     r = &c->irq[(c->irq_head + c->irq_count++) % c->irq_cap];
@@ -234,7 +244,7 @@ static enum hdr_verdict on_header(struct iw_conn *c)
     if (h->tagged && h->opcode == IW_OP_WRITE) {
         /* A zero-length Write is an RTR frame (STag 1 by convention): nothing to check. */
         if (plen && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->stag, h->to, plen, ND_ACCESS_REMOTE_WRITE))
-            return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, ND_ACCESS_VIOLATION);
+            return protection_error(c, h->stag, h->to, plen, ND_ACCESS_REMOTE_WRITE);
         return HDR_OK;
     }
     if (h->tagged && h->opcode == IW_OP_READ_RESP)
