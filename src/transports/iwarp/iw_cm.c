@@ -205,6 +205,28 @@ static uint32_t opts_of(const struct mpa_frame *f)
     return o;
 }
 
+/*
+ * May an initiator take this Reply? Its RFC 6581 block may only pick what our Request
+ * offered (peer-to-peer with a Write RTR), one RTR type when it echoes P2P; and when we
+ * asked for CRC, a Reply without it ends the Connect rather than leave us checking
+ * trailers the peer does not fill (the Reply's C bit is final, iwarp-wire §2.3).
+ */
+static bool reply_acceptable(const struct mpa_frame *f)
+{
+    if (f->flags & MPA_FLAG_REJECT)
+        return true;
+    if (want_crc() && !(f->flags & MPA_FLAG_CRC)) {
+        nd_log(ND_LOG_INFO, ND_SUB_IWARP, "MPA reply without CRC, which we asked for");
+        return false;
+    }
+    if (f->enhanced && (f->ird_word & MPA_V2_P2P) &&
+        (f->ord_word & (MPA_V2_RTR_WRITE | MPA_V2_RTR_READ)) != MPA_V2_RTR_WRITE) {
+        nd_log(ND_LOG_INFO, ND_SUB_IWARP, "MPA reply picks an RTR type we did not offer");
+        return false;
+    }
+    return true;
+}
+
 static nd_status recv_frame(int sock, struct nd_cm_msg *m, bool reply)
 {
     uint8_t buf[MPA_FRAME_HDR + MPA_MAX_PD_RX];
@@ -224,6 +246,8 @@ static nd_status recv_frame(int sock, struct nd_cm_msg *m, bool reply)
         return ND_CONNECTION_ABORTED;
     }
     if (recv(sock, buf, (size_t)len, MSG_DONTWAIT) != len)
+        return ND_CONNECTION_ABORTED;
+    if (reply && !reply_acceptable(&f))
         return ND_CONNECTION_ABORTED;
     nd_cm_msg_init(m, reply ? (f.flags & MPA_FLAG_REJECT ? ND_CM_REJ : ND_CM_REP) : ND_CM_REQ);
     /* Without the block (revision 1) the peer's limits are unknown: one Read each way. */
@@ -279,7 +303,9 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
         return st;
     }
     c->sock = *sock;
-    c->crc = (m->xport_opts & IW_OPT_CRC) || want_crc();
+    /* The initiator follows the Reply's C bit (checked against our wish when it came);
+     * the responder's Reply said CRC when either side asked. */
+    c->crc = (m->xport_opts & IW_OPT_CRC) || (!active && want_crc());
     c->ird = ird;
     c->ord = ord;
     c->peer_ird = m->ird;
