@@ -112,7 +112,36 @@ static int local_iov(const struct nd_wr *wr, struct iovec *iov)
     return n;
 }
 
-/* One cross-memory call; a short or failed transfer is an access error. */
+/* Is process @pid gone or exiting (a zombie, or dead: /proc says so, or has no entry)? */
+static bool peer_exiting(pid_t pid)
+{
+    char path[64], buf[256], *p;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return errno == ENOENT;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    buf[n] = 0;
+    p = strrchr(buf, ')');          /* the command name may hold anything */
+    if (!p || p[1] != ' ')
+        return false;
+    char state = p[2];
+    unsigned long flags = 0;
+
+    /* After the state: ppid pgrp session tty_nr tpgid, then the task's flags, whose
+     * PF_EXITING (0x4) is set from the start of exit, before its memory goes. */
+    if (sscanf(p + 3, "%*d %*d %*d %*d %*d %lu", &flags) != 1)
+        flags = 0;
+    return state == 'Z' || state == 'X' || state == 'x' || (flags & 0x4);
+}
+
+/* One cross-memory call; a short or failed transfer is an access error, unless the peer
+ * is the reason. */
 static nd_status cma(struct shm_conn *c, const struct nd_wr *wr, struct iovec *remote, int nremote, bool to_peer)
 {
     struct iovec local[MAX_IOV];
@@ -127,9 +156,13 @@ static nd_status cma(struct shm_conn *c, const struct nd_wr *wr, struct iovec *r
                 : process_vm_readv(c->pid, local, (unsigned long)nlocal, remote, (unsigned long)nremote, 0);
     if (n == (ssize_t)wr->total)
         return ND_SUCCESS;
-    nd_log(ND_LOG_INFO, ND_SUB_SHM, "cross-memory %s of %llu bytes: %zd (%m)", to_peer ? "write" : "read",
-           (unsigned long long)wr->total, n);
-    return ND_ACCESS_VIOLATION;
+    int err = errno;
+
+    nd_log(ND_LOG_INFO, ND_SUB_SHM, "cross-memory %s of %llu bytes: %zd (%s)", to_peer ? "write" : "read",
+           (unsigned long long)wr->total, n, n < 0 ? strerror(err) : "short");
+    /* The tables were checked: a peer that died (or is dying: its memory goes first) fails
+     * the call, and that is a lost connection, not an access error of ours. */
+    return (n < 0 && err == ESRCH) || peer_exiting(c->pid) ? ND_CONNECTION_ABORTED : ND_ACCESS_VIOLATION;
 }
 
 /*
