@@ -9,9 +9,17 @@
  */
 #include "t_iwpeer.h"
 
-enum scenario { GARBAGE, SHORT_ULPDU, BAD_OPCODE, BAD_STAG, BAD_CRC, TRUNCATED, STOPS_READING, RESET, NCASES };
+enum scenario { GARBAGE, SHORT_ULPDU, BAD_OPCODE, BAD_STAG, BAD_CRC, TRUNCATED, STOPS_READING, RESET, HALF_LEN0,
+                HALF_LEN1, HALF_LEN65535, NCASES };
 static const char *const names[] = { "garbage", "short-ulpdu", "unknown-opcode", "bad-stag", "bad-crc", "truncated",
-                                     "stops-reading", "tcp-reset" };
+                                     "stops-reading", "tcp-reset", "half-fpdu-len0", "half-fpdu-len1",
+                                     "half-fpdu-len65535" };
+/* Scenarios whose peer then says nothing and keeps the connection: no Terminate is owed,
+ * our side must end it by ND_IWARP_TIMEOUT_MS. */
+static bool goes_silent(enum scenario scen)
+{
+    return scen == STOPS_READING || scen == HALF_LEN0 || scen == HALF_LEN1 || scen == HALF_LEN65535;
+}
 
 #define CM_TIMEOUT_MS 1000          /* ND_CM_TIMEOUT_MS for this test */
 
@@ -80,6 +88,17 @@ static void hostile_peer(uint16_t port, enum scenario scen, int go_rd)
         h.stag = 1;
         n = t_iw_fpdu(frame, &h, NULL, 0, false, false);
         break;
+    case HALF_LEN0:
+    case HALF_LEN1:
+        frame[0] = 0;
+        frame[1] = scen == HALF_LEN1;
+        n = 2;
+        break;
+    case HALF_LEN65535:
+        memset(frame, 0xff, 2);
+        memset(frame + 2, 0, 10);
+        n = 12;
+        break;
     default:
         exit(1);
     }
@@ -96,7 +115,7 @@ static void hostile_peer(uint16_t port, enum scenario scen, int go_rd)
         CHECK(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0);
     } else if (scen == TRUNCATED) {
         shutdown(fd, SHUT_WR);
-    } else if (scen == STOPS_READING) {
+    } else if (goes_silent(scen)) {
         CHECK(read(go_rd, &c, 1) == 1);     /* never read the socket; wait to be told */
     } else if (!saw_terminate(fd)) {
         fprintf(stderr, "%s: no Terminate before the close\n", names[scen]);
@@ -150,7 +169,7 @@ static void run_case(enum scenario scen)
             CHECK(r.request_type == ND_REQUEST_TYPE_WRITE && r.status == (ctx == 10 ? ND_IO_TIMEOUT : ND_CANCELED));
     }
     uint64_t ms = t_now_ms() - t0;
-    if (scen == STOPS_READING)
+    if (goes_silent(scen))
         CHECK(write(go[1], "x", 1) == 1);
     close(go[1]);
     t_expect_child_ok(pid);

@@ -16,8 +16,9 @@ static const struct {
                             "connect and listen with this transport only" },
     [ND_KNOB_IW_CRC] = { "ND_IWARP_CRC", "0", "1: ask iWARP peers for MPA CRC32c (it is on when either side asks)" },
     [ND_KNOB_IW_TIMEOUT] = { "ND_IWARP_TIMEOUT_MS", "10000",
-                             "an iWARP peer that acknowledges nothing (TCP) or answers no Read (placement) for "
-                             "this long: the oldest request completes ND_IO_TIMEOUT, the rest flush" },
+                             "an iWARP peer that acknowledges nothing (TCP), answers no Read (placement) or stops "
+                             "half-way through an FPDU for this long: the oldest request completes "
+                             "ND_IO_TIMEOUT, the rest flush" },
     [ND_KNOB_CM_TIMEOUT] = { "ND_CM_TIMEOUT_MS", "10000",
                              "a connection handshake the peer leaves unanswered this long (no reply to a "
                              "Connect, no CompleteConnect after an Accept, no request from a new connection): "

@@ -673,8 +673,23 @@ static nd_status final_status(struct iw_conn *c, uint32_t i, const struct iw_txe
     return ND_CANCELED;
 }
 
+/* A peer that sent part of an FPDU and then nothing for ND_IWARP_TIMEOUT_MS (a Send that
+ * waits for a receive is the application's wait, not the peer's). */
+static bool partial_overdue(struct iw_conn *c)
+{
+    uint64_t t = __atomic_load_n(&c->rx_partial_since, __ATOMIC_RELAXED);
+
+    return t && !c->stalled_since && (int64_t)(nd_coarse_ns() - t) >= (int64_t)c->timeout_ns;
+}
+
 void iw_check_overdue(struct iw_conn *c)
 {
+    if (!c->dead && partial_overdue(c)) {
+        nd_log(ND_LOG_INFO, ND_SUB_IWARP, "half an FPDU and then nothing for %llu ms: the peer stopped",
+               (unsigned long long)(c->timeout_ns / 1000000));
+        iw_conn_fail(c, ND_IO_TIMEOUT);
+        return;
+    }
     /* Read the clock under the lock: a Read sent after the caller's look is younger. */
     if (c->dead || !c->rdq_count ||
         (int64_t)(nd_coarse_ns() - c->rdq[c->rdq_head].sent_ns) < (int64_t)c->timeout_ns)

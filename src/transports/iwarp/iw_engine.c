@@ -244,8 +244,9 @@ static void check_overdue(struct iw_engine *e)
     for (uint32_t slot = 0; slot < e->cap && n < 64; slot++) {
         struct iw_conn *c = e->conns[slot];
         uint64_t t = c ? __atomic_load_n(&c->oldest_read_ns, __ATOMIC_RELAXED) : 0;
+        uint64_t p = c ? __atomic_load_n(&c->rx_partial_since, __ATOMIC_RELAXED) : 0;
 
-        if (t && (int64_t)(now - t) >= (int64_t)c->timeout_ns)
+        if ((t && (int64_t)(now - t) >= (int64_t)c->timeout_ns) || (p && (int64_t)(now - p) >= (int64_t)c->timeout_ns))
             keys[n++] = key_of(e, slot);
     }
     pthread_mutex_unlock(&e->lock);

@@ -467,7 +467,23 @@ static ssize_t recv_direct(struct iw_conn *c, size_t *asked)
  * to EAGAIN; a poller that stops is covered by the engine's tick (it serves the connection
  * once its polls stop).
  */
+static void rx_pump(struct iw_conn *c, bool *got);
+
+/* Pump, then note whether an FPDU is left half in and since when bytes last came: a peer
+ * that stops mid-FPDU is timed out (iw_check_overdue), even with nothing of ours waiting. */
 void iw_rx_pump(struct iw_conn *c)
+{
+    bool got = false, partial;
+
+    rx_pump(c, &got);
+    partial = !c->dead && (c->rx_state != RX_HDR || c->rx_lo < c->rx_hi);
+    if (!partial)
+        __atomic_store_n(&c->rx_partial_since, 0, __ATOMIC_RELAXED);
+    else if (got || !c->rx_partial_since)
+        __atomic_store_n(&c->rx_partial_since, nd_coarse_ns(), __ATOMIC_RELAXED);
+}
+
+static void rx_pump(struct iw_conn *c, bool *got)
 {
     bool drained = false;
 
@@ -492,6 +508,7 @@ void iw_rx_pump(struct iw_conn *c)
             if (n > 0)
                 c->rx_hi += (uint32_t)n;
         }
+        *got |= n > 0;
         drained = c->app_rx && n > 0 && (size_t)n < asked;
         if (n == 0) {
             nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "peer closed the connection");

@@ -20,8 +20,9 @@
 #define IW_TXLIN 2048u              /* a batch this small is copied into one buffer: one iovec */
 #define IW_RNR_TIMEOUT_NS (100ull * 1000000)    /* a Send waits this long for a receive */
 #define IW_MSS_RECHECK_NS (10ull * 1000000)     /* how often FPDU sizing asks TCP's MSS again */
-/* ND_IWARP_TIMEOUT_MS: how long a peer may leave our bytes unacknowledged (TCP) or our
- * Reads and fences unanswered before the connection ends with ND_IO_TIMEOUT. */
+/* ND_IWARP_TIMEOUT_MS: how long a peer may leave our bytes unacknowledged (TCP), our
+ * Reads and fences unanswered, or an FPDU half sent before the connection ends with
+ * ND_IO_TIMEOUT. */
 uint32_t iw_timeout_ms(void);
 /* A fence's answer found by a polling application waits this long for the application's
  * own next message to ride on (a ping-pong answers at once: one sendmsg, not two). */
@@ -155,6 +156,7 @@ struct iw_conn {
     nd_sge *msg_sge;                /* the receive's buffers */
     uint32_t msg_nsge;
     uint64_t stalled_since;         /* a Send waits for a receive (0: not stalled) */
+    uint64_t rx_partial_since;      /* an FPDU is half in: when bytes last came (coarse; atomic) */
     struct nd_ring_producer rprod;  /* into our own inbound ring: receive completions */
 };
 
