@@ -8,12 +8,16 @@
  * bytes the peer must get a Terminate before the close. Nothing may crash or hang.
  */
 #include "t_iwpeer.h"
+#include "core/qp_int.h"
+#include "transports/iwarp/iwarp.h"
+
+#include <errno.h>
 
 enum scenario { GARBAGE, SHORT_ULPDU, BAD_OPCODE, BAD_STAG, BAD_CRC, TRUNCATED, STOPS_READING, RESET, HALF_LEN0,
-                HALF_LEN1, HALF_LEN65535, NCASES };
+                HALF_LEN1, HALF_LEN65535, TERM_BEHIND_FULL, NCASES };
 static const char *const names[] = { "garbage", "short-ulpdu", "unknown-opcode", "bad-stag", "bad-crc", "truncated",
                                      "stops-reading", "tcp-reset", "half-fpdu-len0", "half-fpdu-len1",
-                                     "half-fpdu-len65535" };
+                                     "half-fpdu-len65535", "term-behind-full" };
 /* Scenarios whose peer then says nothing and keeps the connection: no Terminate is owed,
  * our side must end it by ND_IWARP_TIMEOUT_MS. */
 static bool goes_silent(enum scenario scen)
@@ -41,6 +45,53 @@ static bool saw_terminate(int fd)
             return !h.tagged && h.opcode == IW_OP_TERMINATE;
     }
     return false;
+}
+
+/*
+ * Our side's socket is full of Writes when this peer's bad frame comes: the Terminate
+ * cannot go at once. The peer reads nothing until told our side ended the connection, then
+ * reads to the end: a reset, or a stream of whole FPDUs whose last is the Terminate. An
+ * orderly close without one is the failure.
+ */
+static void term_behind_full(int fd, const uint8_t *frame, size_t n, int go_rd)
+{
+    static uint8_t stream[1 << 20];
+    size_t have = 0, at = 0;
+    bool term = false;
+    char c;
+
+    uint8_t rtr[64];
+    struct iw_hdr w = { .last = true, .tagged = true, .opcode = IW_OP_WRITE, .stag = 1 };
+    size_t rn = t_iw_fpdu(rtr, &w, NULL, 0, false, false);
+
+    CHECK(write(fd, rtr, rn) == (ssize_t)rn);   /* the connection is up */
+    CHECK(read(go_rd, &c, 1) == 1);         /* our Writes are queued */
+    CHECK(write(fd, frame, n) == (ssize_t)n);
+    CHECK(read(go_rd, &c, 1) == 1);         /* our side has given up on the connection */
+    for (;;) {
+        ssize_t r = read(fd, stream + have, sizeof(stream) - have);
+
+        if (r < 0 && errno == ECONNRESET)
+            return;                         /* reset: the peer knows it was no clean close */
+        CHECK(r >= 0 && have + (size_t)r < sizeof(stream));
+        if (r == 0)
+            break;
+        have += (size_t)r;
+    }
+    while (have - at >= 2) {
+        struct iw_hdr h;
+        size_t len = 2 + ((size_t)stream[at] << 8 | stream[at + 1]);
+
+        len += iw_pad((uint16_t)(len - 2)) + 4;
+        if (have - at < len)
+            break;
+        term = iw_hdr_parse(stream + at, len, &h) > 0 && !h.tagged && h.opcode == IW_OP_TERMINATE;
+        at += len;
+    }
+    if (!term) {
+        fprintf(stderr, "term-behind-full: an orderly close with no Terminate (%zu bytes, %zu framed)\n", have, at);
+        exit(1);
+    }
 }
 
 static void hostile_peer(uint16_t port, enum scenario scen, int go_rd)
@@ -99,13 +150,21 @@ static void hostile_peer(uint16_t port, enum scenario scen, int go_rd)
         memset(frame + 2, 0, 10);
         n = 12;
         break;
+    case TERM_BEHIND_FULL:
+        h.opcode = 9;               /* sent once our side has filled the socket */
+        n = t_iw_fpdu(frame, &h, NULL, 0, false, false);
+        break;
     default:
         exit(1);
     }
-    if (scen == STOPS_READING) {
+    if (scen == STOPS_READING || scen == TERM_BEHIND_FULL) {
         int small = 4096;           /* a window that closes after a few KiB */
 
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    }
+    if (scen == TERM_BEHIND_FULL) {
+        term_behind_full(fd, frame, n, go_rd);
+        return;
     }
     CHECK(write(fd, frame, n) == (ssize_t)n);
     if (scen == RESET) {
@@ -150,7 +209,13 @@ static void run_case(enum scenario scen)
         CHECK(write(go[1], "r", 1) == 1);
     uint64_t t0 = t_now_ms();
     uint32_t want = 1;
-    if (scen == STOPS_READING) {
+    if (scen == TERM_BEHIND_FULL) {
+        /* Our own send buffer small too: the Writes below cannot all leave. */
+        int small = 4096, sock = ((struct iw_conn *)s.qp->conn)->sock;
+
+        CHECK(setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)) == 0);
+    }
+    if (scen == STOPS_READING || scen == TERM_BEHIND_FULL) {
         /* Writes the peer never acknowledges at placement (it answers no fence): after
          * ND_IWARP_TIMEOUT_MS the oldest completes ND_IO_TIMEOUT, the rest flush. */
         nd_sge src = { s.buf + 8192, 32768, s.token };
@@ -158,6 +223,8 @@ static void run_case(enum scenario scen)
             CHECK_ST(nd_qp_write(s.qp, (void *)(10 + i), &src, 1, 0x1000, 0x1234, 0), ND_SUCCESS);
         want += 4;
     }
+    if (scen == TERM_BEHIND_FULL)
+        CHECK(write(go[1], "w", 1) == 1);
     /* The send and receive queues' completions come in no set order between them. */
     for (uint32_t got = 0; got < want; got++) {
         nd_result r = t_poll_one(s.cq, 5000);
@@ -166,10 +233,11 @@ static void run_case(enum scenario scen)
         if (ctx == 1)
             CHECK(r.request_type == ND_REQUEST_TYPE_RECEIVE && r.status == ND_CANCELED);
         else
-            CHECK(r.request_type == ND_REQUEST_TYPE_WRITE && r.status == (ctx == 10 ? ND_IO_TIMEOUT : ND_CANCELED));
+            CHECK(r.request_type == ND_REQUEST_TYPE_WRITE &&
+                  r.status == (ctx == 10 && scen == STOPS_READING ? ND_IO_TIMEOUT : ND_CANCELED));
     }
     uint64_t ms = t_now_ms() - t0;
-    if (goes_silent(scen))
+    if (goes_silent(scen) || scen == TERM_BEHIND_FULL)
         CHECK(write(go[1], "x", 1) == 1);
     close(go[1]);
     t_expect_child_ok(pid);

@@ -14,6 +14,7 @@
 #include "core/srq_int.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -113,22 +114,90 @@ void iw_confirm(struct iw_conn *c, uint32_t upto)
 /* Best effort: a Terminate goes out only between FPDUs, never inside a half-written one.
  * @about is the header of the segment at fault (attached so the peer can tell which of
  * its requests failed), or NULL. */
+/* The unsent rest of the FPDU at the head of the ring (a Terminate may not cut one in
+ * two), as iovecs into @iov; their count. */
+static int unsent_rest(const struct iw_conn *c, struct iovec *iov)
+{
+    const struct iw_txf *f = &c->txf[c->txf_head];
+    uint32_t skip = f->done;
+    int k = 0;
+
+    if (!c->txf_count || !f->done)
+        return 0;
+    for (uint32_t i = 0; i < f->niov; i++) {
+        if (skip >= f->iov[i].iov_len) {
+            skip -= (uint32_t)f->iov[i].iov_len;
+            continue;
+        }
+        iov[k++] = (struct iovec){ (uint8_t *)f->iov[i].iov_base + skip, f->iov[i].iov_len - skip };
+        skip = 0;
+    }
+    return k;
+}
+
+/* Write all of @iov, waiting for room at most TERM_SEND_MS in all. */
+#define TERM_SEND_MS 100
+static bool send_all_bounded(int sock, struct iovec *iov, int n)
+{
+    uint64_t end = nd_coarse_ns() + TERM_SEND_MS * 1000000ull;
+
+    while (n) {
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+        ssize_t w = sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return false;
+        for (; w > 0 && n; ) {
+            if ((size_t)w >= iov->iov_len) {
+                w -= (ssize_t)iov->iov_len;
+                iov++, n--;
+            } else {
+                iov->iov_base = (uint8_t *)iov->iov_base + w;
+                iov->iov_len -= (size_t)w;
+                w = 0;
+            }
+        }
+        if (!n)
+            return true;
+        int left = (int)(((int64_t)(end - nd_coarse_ns())) / 1000000);
+        if (left <= 0 || poll(&(struct pollfd){ .fd = sock, .events = POLLOUT }, 1, left) <= 0)
+            return false;
+    }
+    return true;
+}
+
+/*
+ * A Terminate goes out behind the FPDU under way (its rest first), or, when the socket has
+ * no room for it within TERM_SEND_MS, the connection is reset: the peer must not take the
+ * end for an orderly close. The log says which.
+ */
 void iw_send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, const struct iw_hdr *about)
 {
     struct iw_term t = { .layer = layer, .etype = etype, .ecode = ecode };
+    struct iovec iov[IW_TXF_IOV + 1];
     uint8_t buf[IW_MAX_HDR + 8];
     size_t n;
+    int k;
 
-    if (c->dead || c->sock < 0 || (c->txf_count && c->txf[c->txf_head].done))
+    if (c->dead || c->sock < 0)
         return;
     if (about)
         iw_term_attach(&t, about, about->ulpdu_len - about->hdr_len);
     n = iw_term_encode(buf, &t);
     if (c->crc)
         iw_put_le32(buf + n - 4, iw_crc32c(buf, n - 4));
-    if (send(c->sock, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-        nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "terminate not sent: %m");
-    nd_log(ND_LOG_INFO, ND_SUB_IWARP, "sent Terminate layer %u type %u code 0x%02x", layer, etype, ecode);
+    k = unsent_rest(c, iov);
+    iov[k++] = (struct iovec){ buf, n };
+    if (send_all_bounded(c->sock, iov, k)) {
+        nd_log(ND_LOG_INFO, ND_SUB_IWARP, "sent Terminate layer %u type %u code 0x%02x", layer, etype, ecode);
+        return;
+    }
+    /* connect(AF_UNSPEC) disconnects a TCP socket at once, with a reset. */
+    connect(c->sock, &(struct sockaddr){ .sa_family = AF_UNSPEC }, sizeof(struct sockaddr));
+    nd_log(ND_LOG_INFO, ND_SUB_IWARP, "reset the connection: no room for Terminate layer %u type %u code 0x%02x (%m)",
+           layer, etype, ecode);
 }
 
 /* The connection is over: the QP enters the error state (which calls iw_shutdown). */
