@@ -258,6 +258,18 @@ nd_status nd_mw_bind_check(nd_mr *mr, const void *buf, size_t len, uint32_t acce
     return st;
 }
 
+/* Was the window's binding revoked by a peer's Send with Invalidate? */
+static bool remotely_invalidated(const struct nd_mw *mw)
+{
+    return __atomic_load_n(&mw->adapter->mtab[mw->index].token, __ATOMIC_ACQUIRE) != mw->token;
+}
+
+static void forget_binding(struct nd_mw *mw)
+{
+    atomic_fetch_sub(&mw->bound_to->bound_windows, 1);
+    mw->bound_to = NULL;
+}
+
 /* Bind @mw to [buf, buf+len) inside @mr with remote @access; the new token is valid at once. */
 nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access)
 {
@@ -266,6 +278,8 @@ nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint3
 
     pthread_mutex_lock(&mr->lock);
     rights = mr->registered ? mr->adapter->mtab[mr->index].access : 0;
+    if (mw->bound_to && remotely_invalidated(mw))
+        forget_binding(mw);
     if (!mr->registered || mw->bound_to)
         st = ND_INVALID_DEVICE_REQUEST;
     else if ((access & ND_ACCESS_REMOTE_WRITE) && !(rights & ND_MR_FLAG_ALLOW_LOCAL_WRITE))
@@ -288,6 +302,10 @@ nd_status nd_mw_invalidate(nd_mw *mw)
 
     if (!mr)
         return ND_INVALID_DEVICE_REQUEST;
+    if (remotely_invalidated(mw)) {
+        forget_binding(mw);
+        return ND_INVALID_DEVICE_REQUEST;   /* a peer's Send with Invalidate unbound it */
+    }
     nd_mtab_revoke(mw->adapter, mw->index);
     mw->bound_to = NULL;
     atomic_fetch_sub(&mr->bound_windows, 1);

@@ -55,6 +55,10 @@ void nd_mtab_free(struct nd_adapter *a, uint32_t index);
 uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, uint64_t len,
                          uint32_t access, const struct nd_mtab_share *share);
 void nd_mtab_revoke(struct nd_adapter *a, uint32_t index);
+/* A peer's Send with Invalidate names @token: revoke it if it is a bound window's current
+ * token (RFC 5040 §6.10; regions cannot be invalidated so). The window's object learns it
+ * at its next Bind, Invalidate or close. Returns whether it was revoked. */
+bool nd_mtab_remote_invalidate(struct nd_adapter *a, uint32_t token);
 
 /*
  * nd_mtab_check - may @token be used for [addr, addr+len) with @need rights?

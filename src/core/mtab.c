@@ -64,12 +64,16 @@ static void entry_write_end(struct nd_mtab_entry *e)
                           memory_order_release);
 }
 
+/* Entries have two kinds of writer: their object (register, bind, invalidate, free) and a
+ * peer's Send with Invalidate (a transport's thread); the adapter lock orders them. */
 uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, uint64_t len,
                          uint32_t access, const struct nd_mtab_share *share)
 {
     struct nd_mtab_entry *e = &a->mtab[index];
-    uint32_t token = index << 8 | ++a->mtab_key[index];
+    uint32_t token;
 
+    pthread_mutex_lock(&a->lock);
+    token = index << 8 | ++a->mtab_key[index];
     entry_write_begin(a, e);
     __atomic_store_n(&e->addr, addr, __ATOMIC_RELAXED);
     __atomic_store_n(&e->length, len, __ATOMIC_RELAXED);
@@ -82,17 +86,39 @@ uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, ui
     __atomic_store_n(&e->share.fd, share ? share->fd : -1, __ATOMIC_RELAXED);
     __atomic_store_n(&e->token, token, __ATOMIC_RELAXED);
     entry_write_end(e);
+    pthread_mutex_unlock(&a->lock);
     return token;
 }
 
-void nd_mtab_revoke(struct nd_adapter *a, uint32_t index)
+static void revoke_locked(struct nd_adapter *a, struct nd_mtab_entry *e)
 {
-    struct nd_mtab_entry *e = &a->mtab[index];
-
     entry_write_begin(a, e);
     __atomic_store_n(&e->token, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->access, 0, __ATOMIC_RELAXED);
     entry_write_end(e);
+}
+
+void nd_mtab_revoke(struct nd_adapter *a, uint32_t index)
+{
+    pthread_mutex_lock(&a->lock);
+    revoke_locked(a, &a->mtab[index]);
+    pthread_mutex_unlock(&a->lock);
+}
+
+bool nd_mtab_remote_invalidate(struct nd_adapter *a, uint32_t token)
+{
+    uint32_t index = ND_TOKEN_INDEX(token);
+    bool ok = false;
+
+    if (index == 0 || index >= ND_MTAB_ENTRIES)
+        return false;
+    pthread_mutex_lock(&a->lock);
+    if (a->mtab[index].kind == ND_MTAB_MW && token && a->mtab[index].token == token) {
+        revoke_locked(a, &a->mtab[index]);
+        ok = true;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return ok;
 }
 
 nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,

@@ -118,6 +118,10 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
             return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_IO_TIMEOUT);
         }
         c->stalled_since = 0;
+        /* Send with Invalidate: the named STag goes before the message is placed. */
+        if ((h->opcode == IW_OP_SEND_INV || h->opcode == IW_OP_SEND_SE_INV) &&
+            !nd_mtab_remote_invalidate(c->qp->adapter, h->inval_stag))
+            return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x09, ND_ACCESS_VIOLATION);
         c->msg_open = true;
         c->msg_bytes = 0;
         c->msg_overrun = false;
