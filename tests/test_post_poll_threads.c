@@ -4,7 +4,9 @@
  * queue pair with a shallow initiator queue while another thread only polls its CQ: every
  * Send must complete exactly once, with its own context, and the server must receive
  * every message. A CQ that frees a request slot before the ring entry behind it is
- * consumed lets a post complete into a ring that still looks full (the entry is lost).
+ * consumed lets a post complete into a ring that still looks full (the entry is lost). The
+ * server checks every payload arrives once: an inline Send held for want of a receive must
+ * carry what was posted, not what the poster's buffer holds later.
  * Runs on both transports.
  */
 #include "t_conn.h"
@@ -25,6 +27,7 @@ static void server(int port_pipe)
     struct t_side s;
     uint16_t port;
     uint32_t got = 0, total = g_posters * per_poster;
+    uint8_t *seen = calloc(total, 1);
 
     t_side_open(&s, SERVER_RECVS * MSG, SERVER_RECVS, 1);
     port = t_listen(&s);
@@ -39,7 +42,12 @@ static void server(int port_pipe)
         uint32_t slot = (uint32_t)(uintptr_t)r.request_context;
 
         CHECK_ST(r.status, ND_SUCCESS);
-        CHECK(r.request_type == ND_REQUEST_TYPE_RECEIVE && slot < SERVER_RECVS);
+        CHECK(r.request_type == ND_REQUEST_TYPE_RECEIVE && slot < SERVER_RECVS && r.bytes_transferred == 4);
+        /* Each message's own payload, once: an inline Send carries what was posted. */
+        uint32_t id;
+        memcpy(&id, s.buf + slot * MSG, sizeof(id));
+        CHECK(id < total && !seen[id]);
+        seen[id] = 1;
         got++;
         nd_sge rs = { s.buf + slot * MSG, MSG, s.token };
         CHECK_ST(nd_qp_receive(s.qp, (void *)(uintptr_t)slot, &rs, 1), ND_SUCCESS);
@@ -50,6 +58,7 @@ static void server(int port_pipe)
     nd_result r = t_poll_one(s.cq, 20000);
     CHECK_ST(r.status, ND_SUCCESS);
     t_side_close(&s);
+    free(seen);
 }
 
 struct client {

@@ -168,6 +168,7 @@ struct nd_adapter {
     int ro_fd;                      /* our region re-opened read-only, for peers; -1 until needed */
     struct nd_fd_ref ro_ref;        /* ro_fd as peers name it */
     void *progress_engine;          /* iwarp's progress thread, started with the first connection */
+    void *shm_sweeper;              /* shm's held-send sweeper, started with the first held Send */
     struct nd_huge_worker *huge_worker; /* hugepages.c: started with the first registration that can use it */
     struct nd_arena *arena;         /* queue pair regions, ours and peers'; peers' adapter regions (arena.c) */
     /* Ports connectors reserved and no longer need, kept bound for the next connector

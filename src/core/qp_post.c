@@ -75,6 +75,10 @@ static nd_status post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
         st = ND_CONNECTION_INVALID;
     } else {
         st = sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
+        if (st == ND_NO_MORE_ENTRIES && qp->state == ND_QPS_CONNECTED && qp->tops && qp->tops->queue_full) {
+            qp->tops->queue_full(qp);
+            st = sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
+        }
         if (st == ND_SUCCESS) {
             if (qp->state == ND_QPS_ERROR)
                 nd_qp_complete_initiator(qp, wr->index, ND_CANCELED, 0);

@@ -55,6 +55,10 @@ struct nd_transport_ops {
     /* Move deferred work (held sends, peer liveness). Called when the QP's CQs are polled.
      * Returns whether it may have completed something (the CQ looks at its rings again). */
     bool (*progress)(struct nd_qp *qp);
+    /* Optional: a post found the initiator queue full (QP lock held). Move what waits
+     * (held sends, answers owed) now: an application that only posts until there is room
+     * must not depend on polling for work that frees slots without a result. */
+    void (*queue_full)(struct nd_qp *qp);
     /* Optional: the thread that polled the QP's CQ is about to sleep (it armed the CQ or
      * waits on it): work left for the next poll must move without one. */
     void (*idle)(struct nd_qp *qp);

@@ -701,6 +701,19 @@ bool iw_progress(struct nd_qp *qp)
     return true;
 }
 
+/* A post found the queue full (QP lock held): what frees it may be waiting in the socket
+ * (fence answers, Read Responses) or on our side of it (a fence not yet framed). */
+void iw_queue_full(struct nd_qp *qp)
+{
+    struct iw_conn *c = qp->conn;
+
+    if (!c || c->dead)
+        return;
+    iw_rx_pump(c);
+    if (!c->dead)
+        iw_tx_pump(c);
+}
+
 /* The poller goes to sleep: answer what waited for its next post, and hand the socket
  * back to the engine now rather than after IW_POLL_GONE_NS. */
 void iw_idle(struct nd_qp *qp)
@@ -823,6 +836,7 @@ const struct nd_transport_ops iwarp_transport = {
     .post = iw_post,
     .recv_posted = iw_recv_posted,
     .progress = iw_progress,
+    .queue_full = iw_queue_full,
     .idle = iw_idle,
     .shutdown = iw_shutdown,
     .destroy = iw_destroy,

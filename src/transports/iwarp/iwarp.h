@@ -198,6 +198,7 @@ void iw_send_rtr(struct iw_conn *c);
 void iw_post(struct nd_qp *qp, const struct nd_wr *wr);
 void iw_recv_posted(struct nd_qp *qp);
 bool iw_progress(struct nd_qp *qp);
+void iw_queue_full(struct nd_qp *qp);
 void iw_idle(struct nd_qp *qp);
 void iw_shutdown(struct nd_qp *qp, nd_status why);
 /* From the engine: fail @c with ND_IO_TIMEOUT if its oldest Read is overdue (QP lock held). */

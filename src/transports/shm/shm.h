@@ -49,6 +49,14 @@ void shm_signal_put(struct shm_signal *s);
 /* The peer ended the connection (DISC or EOF): flush. */
 void shm_peer_gone(struct nd_qp *qp);
 
+/* The held-send sweeper (shm_sweep.c). Watch: @qp holds a Send (its lock held). Forget:
+ * @qp goes (its lock held). Once (sweeper, @qp's lock held): retry @qp's held Sends;
+ * whether it still holds any. */
+void shm_sweep_watch(struct nd_qp *qp);
+void shm_sweep_forget(struct nd_qp *qp);
+bool shm_sweep_once(struct nd_qp *qp);
+void shm_adapter_close(struct nd_adapter *a);
+
 extern const struct nd_transport_ops shm_transport;
 
 #endif

@@ -463,7 +463,16 @@ static bool hold(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
     h = &c->held[(c->held_head + c->held_count) % c->held_cap];
     h->wr = *wr;
     h->sge = NULL;
-    if (wr->nsge) {
+    if ((wr->flags & ND_OP_FLAG_INLINE) && wr->nsge) {
+        /* Inline data is the caller's again once the post returns: keep a copy, as one
+         * SGE right behind the array (one allocation, freed with it). */
+        h->sge = malloc(sizeof(nd_sge) + wr->total);
+        if (!h->sge)
+            return false;
+        h->sge[0] = (nd_sge){ .buffer = h->sge + 1, .buffer_length = (uint32_t)wr->total };
+        gather(wr, (uint8_t *)(h->sge + 1));
+        h->wr.nsge = 1;
+    } else if (wr->nsge) {
         h->sge = malloc(wr->nsge * sizeof(nd_sge));
         if (!h->sge)
             return false;
@@ -472,6 +481,7 @@ static bool hold(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
     h->wr.sge = h->sge;
     if (c->held_count++ == 0) {
         c->held_since = nd_now_ns();
+        shm_sweep_watch(qp);
         if (!c->timed) {
             nd_port_timed(qp->icq->ov.port, 1);
             c->timed = true;
@@ -535,6 +545,32 @@ static void retry_held(struct nd_qp *qp, struct shm_conn *c)
         finish(qp, &wr, st);
     }
     untime(qp, c);
+}
+
+bool shm_sweep_once(struct nd_qp *qp)
+{
+    struct shm_conn *c;
+
+    if (qp->tops != &shm_transport || !qp->conn)
+        return false;               /* closed, or never ours */
+    c = conn_of(qp);
+    if (qp->state == ND_QPS_CONNECTED) {
+        if (terminated(qp, c))
+            nd_qp_fail_locked(qp, ND_CANCELED);
+        else
+            retry_held(qp, c);
+    }
+    return qp->state == ND_QPS_CONNECTED && c->held_count;
+}
+
+static void shm_queue_full(struct nd_qp *qp)
+{
+    struct shm_conn *c = conn_of(qp);
+
+    if (terminated(qp, c))
+        nd_qp_fail_locked(qp, ND_CANCELED);
+    else if (c->held_count)
+        retry_held(qp, c);
 }
 
 /* Through the connector's socket, which it lends the QP while it holds it (QP lock held).
@@ -629,6 +665,7 @@ static void shm_destroy(struct nd_qp *qp)
 
     if (!c)
         return;
+    shm_sweep_forget(qp);
     release_peer_region(qp->adapter, c->peer_region);
     if (c->psrq)
         munmap(c->psrq, c->psl.size);
@@ -673,8 +710,10 @@ const struct nd_transport_ops shm_transport = {
     .post = shm_post,
     .recv_posted = shm_recv_posted,
     .progress = shm_progress,
+    .queue_full = shm_queue_full,
     .shutdown = shm_shutdown,
     .destroy = shm_destroy,
+    .adapter_close = shm_adapter_close,
 };
 
 /* Peer @pid's SRQ region @ref, fetched and mapped (one per connection: SRQs are few). */

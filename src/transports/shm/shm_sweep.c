@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The held-send sweeper: one thread per adapter, started by the first Send that had to
+ * wait for a peer's receive, asleep while no queue pair holds one. It retries the held
+ * Sends (and times them out) every SWEEP_MS, so they go out, or fail, without the
+ * application polling or blocking in our calls: the peer's receive may come while the
+ * application does something else entirely.
+ *
+ * Locks: the sweeper holds its own lock while it walks the list and takes each queue
+ * pair's lock only by trylock (busy: next round). A queue pair leaves the list with its
+ * own lock held (shm_sweep_forget, from destroy), which waits for the sweeper's lock; the
+ * sweeper never waits for a queue pair's lock while it holds its own.
+ */
+#include "shm.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <string.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define SWEEP_MS 1
+
+struct shm_sweeper {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct nd_qp **qps;             /* queue pairs holding sends; under lock */
+    uint32_t n, cap;
+    bool stop;
+};
+
+static void *sweep_main(void *arg)
+{
+    struct shm_sweeper *s = arg;
+
+    pthread_mutex_lock(&s->lock);
+    while (!s->stop) {
+        if (!s->n) {
+            pthread_cond_wait(&s->wake, &s->lock);
+            continue;
+        }
+        for (uint32_t i = 0; i < s->n;) {
+            struct nd_qp *qp = s->qps[i];
+            bool keep = true;
+
+            if (nd_lock_try(&qp->lock) == 0) {
+                keep = shm_sweep_once(qp);
+                nd_lock_release(&qp->lock);
+            }
+            if (keep)
+                i++;
+            else
+                s->qps[i] = s->qps[--s->n];
+        }
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += SWEEP_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* The adapter's sweeper, started on first use; NULL when it cannot be (the queue pair
+ * then moves only when its application calls in, as before). Adapter lock taken. */
+static struct shm_sweeper *sweeper_of(struct nd_adapter *a)
+{
+    struct shm_sweeper *s;
+
+    pthread_mutex_lock(&a->lock);
+    s = __atomic_load_n(&a->shm_sweeper, __ATOMIC_RELAXED);
+    if (!s && (s = calloc(1, sizeof(*s)))) {
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->wake, NULL);
+        if (nd_thread_start(&s->thread, sweep_main, s, "nd-shm-sweep")) {
+            nd_log(ND_LOG_WARN, ND_SUB_SHM, "no held-send sweeper: %s", strerror(errno));
+            pthread_cond_destroy(&s->wake);
+            pthread_mutex_destroy(&s->lock);
+            free(s);
+            s = NULL;
+        }
+        __atomic_store_n(&a->shm_sweeper, s, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return s;
+}
+
+void shm_sweep_watch(struct nd_qp *qp)
+{
+    struct shm_sweeper *s = sweeper_of(qp->adapter);
+
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    for (uint32_t i = 0; i < s->n; i++)
+        if (s->qps[i] == qp) {
+            pthread_mutex_unlock(&s->lock);
+            return;
+        }
+    struct nd_qp **grown = nd_with_room(s->qps, &s->cap, s->n, sizeof(*grown));
+
+    if (grown) {
+        s->qps = grown;
+        s->qps[s->n++] = qp;
+        pthread_cond_signal(&s->wake);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void shm_sweep_forget(struct nd_qp *qp)
+{
+    struct shm_sweeper *s = __atomic_load_n(&qp->adapter->shm_sweeper, __ATOMIC_ACQUIRE);
+
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    for (uint32_t i = 0; i < s->n; i++)
+        if (s->qps[i] == qp) {
+            s->qps[i] = s->qps[--s->n];
+            break;
+        }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void shm_adapter_close(struct nd_adapter *a)
+{
+    struct shm_sweeper *s = a->shm_sweeper;
+
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stop = true;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->lock);
+    free(s->qps);
+    free(s);
+    a->shm_sweeper = NULL;
+}
