@@ -71,4 +71,24 @@ static inline size_t t_iw_fpdu(uint8_t *out, struct iw_hdr *h, const uint8_t *pa
     return n + 4;
 }
 
+/* Read what our side sends until a Terminate arrives (into @t); false on a close, or on
+ * nothing for 5 s, first. */
+static inline bool t_iw_read_terminate(int fd, struct iw_hdr *t)
+{
+    uint8_t buf[4096];
+    size_t have = 0;
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+    while (poll(&pfd, 1, 5000) == 1) {
+        ssize_t r = read(fd, buf + have, sizeof(buf) - have);
+
+        if (r <= 0)
+            return false;
+        have += (size_t)r;
+        if (iw_hdr_parse(buf, have, t) > 0)
+            return !t->tagged && t->opcode == IW_OP_TERMINATE;
+    }
+    return false;
+}
+
 #endif

@@ -33,25 +33,6 @@ static const struct probe probes[] = {
 static uint8_t *region_buf[3];
 static uint32_t region_token[3];
 
-/* Read until a Terminate arrives; false on a close first. */
-static bool read_terminate(int fd, struct iw_hdr *h)
-{
-    uint8_t buf[4096];
-    size_t have = 0;
-    struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-    while (poll(&pfd, 1, 5000) == 1) {
-        ssize_t r = read(fd, buf + have, sizeof(buf) - have);
-
-        if (r <= 0)
-            return false;
-        have += (size_t)r;
-        if (iw_hdr_parse(buf, have, h) > 0)
-            return !h->tagged && h->opcode == IW_OP_TERMINATE;
-    }
-    return false;
-}
-
 static void peer(uint16_t port, const struct probe *p)
 {
     int fd = t_iw_dial(port);
@@ -80,7 +61,7 @@ static void peer(uint16_t port, const struct probe *p)
     }
     CHECK(write(fd, frame, n) == (ssize_t)n);
     struct iw_hdr t;
-    if (!read_terminate(fd, &t)) {
+    if (!t_iw_read_terminate(fd, &t)) {
         fprintf(stderr, "%s: no Terminate\n", p->name);
         exit(1);
     }

@@ -11,24 +11,6 @@ struct tokens {
     uint32_t mw, mr;
 };
 
-static bool read_terminate(int fd, struct iw_hdr *t)
-{
-    uint8_t buf[4096];
-    size_t have = 0;
-    struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-    while (poll(&pfd, 1, 5000) == 1) {
-        ssize_t r = read(fd, buf + have, sizeof(buf) - have);
-
-        if (r <= 0)
-            return false;
-        have += (size_t)r;
-        if (iw_hdr_parse(buf, have, t) > 0)
-            return !t->tagged && t->opcode == IW_OP_TERMINATE;
-    }
-    return false;
-}
-
 static void peer(uint16_t port, uint64_t addr, bool name_region, int tok_rd)
 {
     int fd = t_iw_dial(port);
@@ -50,7 +32,7 @@ static void peer(uint16_t port, uint64_t addr, bool name_region, int tok_rd)
         n = t_iw_fpdu(frame, &h, NULL, 8, false, false);
         CHECK(write(fd, frame, n) == (ssize_t)n);
     }
-    if (!read_terminate(fd, &t)) {
+    if (!t_iw_read_terminate(fd, &t)) {
         fprintf(stderr, "%s: no Terminate\n", name_region ? "region" : "window");
         exit(1);
     }
