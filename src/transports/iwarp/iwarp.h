@@ -18,7 +18,7 @@
 #define IW_TXF_IOV 36               /* iovecs of one FPDU: header, payload pieces, trailer */
 #define IW_RXBUF 65536u
 #define IW_TXLIN 2048u              /* a batch this small is copied into one buffer: one iovec */
-#define IW_RNR_TIMEOUT_NS (100ull * 1000000)    /* a Send waits this long for a receive */
+#define IW_RNR_TIMEOUT_NS (1000ull * 1000000)   /* a Send waits this long for a receive (as shm) */
 #define IW_MSS_RECHECK_NS (10ull * 1000000)     /* how often FPDU sizing asks TCP's MSS again */
 /* ND_IWARP_TIMEOUT_MS: how long a peer may leave our bytes unacknowledged (TCP), our
  * Reads and fences unanswered, or an FPDU half sent before the connection ends with

@@ -22,7 +22,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define RNR_TIMEOUT_NS (100ull * 1000000)     /* a send waits this long for a receive */
+/* A Send waits this long for a receive: a peer that is only slow to post (descheduled on a
+ * loaded machine between Accept and its first receive) must not lose the connection. */
+#define RNR_TIMEOUT_NS (1000ull * 1000000)
 #define LIVENESS_NS (50ull * 1000000)         /* how often a polled QP checks its peer */
 #define MAX_IOV 64
 #define PEER_MAPS 8                           /* the peer's allocations we keep mapped */
@@ -537,6 +539,8 @@ static void retry_held(struct nd_qp *qp, struct shm_conn *c)
             /* An empty SRQ must not end the connection (ND §3.2): wait as long as it takes. */
             if (c->psrq || nd_now_ns() - c->held_since < RNR_TIMEOUT_NS)
                 break;
+            nd_log(ND_LOG_INFO, ND_SUB_SHM, "a Send waited %llu ms for a receive: ND_IO_TIMEOUT",
+                   (unsigned long long)(RNR_TIMEOUT_NS / 1000000));
             st = ND_IO_TIMEOUT;
         }
         struct nd_wr wr = h->wr;
