@@ -690,7 +690,10 @@ static void salvage(struct nd_cq *cq, struct nd_cq_src *s)
 {
     nd_result r;
 
-    while (!s->broken && cq->error == ND_SUCCESS && nd_cqe_valid(s->ents, s->mask, s->cons)) {
+    /* One lap at most: a peer's ring may be written while we look (stale entries that
+     * translate SKIP), and a hostile peer must not keep a close here. */
+    for (uint32_t lap = 0; lap <= s->mask && !s->broken && cq->error == ND_SUCCESS &&
+                           nd_cqe_valid(s->ents, s->mask, s->cons); lap++) {
         struct nd_cqe e;
         enum nd_xlate x;
 

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SWEEP_MS 1
 
@@ -28,6 +29,7 @@ struct shm_sweeper {
     struct nd_qp **qps;             /* queue pairs holding sends; under lock */
     uint32_t n, cap;
     bool stop;
+    pid_t pid;                      /* the thread exists only in this process (not in a fork child) */
 };
 
 static void *sweep_main(void *arg)
@@ -75,7 +77,10 @@ static struct shm_sweeper *sweeper_of(struct nd_adapter *a)
 
     pthread_mutex_lock(&a->lock);
     s = __atomic_load_n(&a->shm_sweeper, __ATOMIC_RELAXED);
-    if (!s && (s = calloc(1, sizeof(*s)))) {
+    if (s && s->pid != getpid())
+        s = NULL;                   /* a fork child: no sweeper (its lock's state unknown) */
+    else if (!s && (s = calloc(1, sizeof(*s)))) {
+        s->pid = getpid();
         pthread_mutex_init(&s->lock, NULL);
         pthread_cond_init(&s->wake, NULL);
         if (nd_thread_start(&s->thread, sweep_main, s, "nd-shm-sweep")) {
@@ -117,7 +122,7 @@ void shm_sweep_forget(struct nd_qp *qp)
 {
     struct shm_sweeper *s = __atomic_load_n(&qp->adapter->shm_sweeper, __ATOMIC_ACQUIRE);
 
-    if (!s)
+    if (!s || s->pid != getpid())
         return;
     pthread_mutex_lock(&s->lock);
     for (uint32_t i = 0; i < s->n; i++)
@@ -134,6 +139,12 @@ void shm_adapter_close(struct nd_adapter *a)
 
     if (!s)
         return;
+    a->shm_sweeper = NULL;
+    if (s->pid != getpid()) {
+        free(s->qps);               /* a fork child: no thread to stop, the lock's state unknown */
+        free(s);
+        return;
+    }
     pthread_mutex_lock(&s->lock);
     s->stop = true;
     pthread_cond_signal(&s->wake);
@@ -143,5 +154,4 @@ void shm_adapter_close(struct nd_adapter *a)
     pthread_mutex_destroy(&s->lock);
     free(s->qps);
     free(s);
-    a->shm_sweeper = NULL;
 }
