@@ -53,6 +53,10 @@ void shm_peer_gone(struct nd_qp *qp);
  * @qp goes (its lock held). Once (sweeper, @qp's lock held): retry @qp's held Sends;
  * whether it still holds any. */
 void shm_sweep_watch(struct nd_qp *qp);
+/* (Sweeper, its lock held: @qp's connection stays while it is listed.) Has nothing polled
+ * @qp's CQs since the last look? Only then does the sweeper take @qp's lock: a polling
+ * application retries its own held Sends, without contention or system calls. */
+bool shm_sweep_left_alone(struct nd_qp *qp);
 void shm_sweep_forget(struct nd_qp *qp);
 bool shm_sweep_once(struct nd_qp *qp);
 void shm_adapter_close(struct nd_adapter *a);

@@ -68,6 +68,7 @@ struct shm_conn {
     uint64_t held_since;
     _Atomic uint64_t last_check;
     _Atomic uint32_t poll_count;
+    uint32_t sweep_seen_polls;      /* the sweeper's: poll_count at its last look (sweeper lock) */
     bool timed;
     struct peer_map maps[PEER_MAPS];    /* under the QP lock, like every post */
     uint32_t next_map;
@@ -483,6 +484,7 @@ static bool hold(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
     h->wr.sge = h->sge;
     if (c->held_count++ == 0) {
         c->held_since = nd_now_ns();
+        c->sweep_seen_polls = atomic_load_explicit(&c->poll_count, memory_order_relaxed) - 1;
         shm_sweep_watch(qp);
         if (!c->timed) {
             nd_port_timed(qp->icq->ov.port, 1);
@@ -549,6 +551,16 @@ static void retry_held(struct nd_qp *qp, struct shm_conn *c)
         finish(qp, &wr, st);
     }
     untime(qp, c);
+}
+
+bool shm_sweep_left_alone(struct nd_qp *qp)
+{
+    struct shm_conn *c = conn_of(qp);
+    uint32_t polls = atomic_load_explicit(&c->poll_count, memory_order_relaxed);
+    bool alone = polls == c->sweep_seen_polls;
+
+    c->sweep_seen_polls = polls;
+    return alone;
 }
 
 bool shm_sweep_once(struct nd_qp *qp)

@@ -6,6 +6,9 @@
  * application polling or blocking in our calls: the peer's receive may come while the
  * application does something else entirely.
  *
+ * It leaves alone a queue pair whose CQs were polled since its last look (the poller
+ * retries the held Sends itself, with no system call and no contention for its lock).
+ *
  * Locks: the sweeper holds its own lock while it walks the list and takes each queue
  * pair's lock only by trylock (busy: next round). A queue pair leaves the list with its
  * own lock held (shm_sweep_forget, from destroy), which waits for the sweeper's lock; the
@@ -46,7 +49,7 @@ static void *sweep_main(void *arg)
             struct nd_qp *qp = s->qps[i];
             bool keep = true;
 
-            if (nd_lock_try(&qp->lock) == 0) {
+            if (shm_sweep_left_alone(qp) && nd_lock_try(&qp->lock) == 0) {
                 keep = shm_sweep_once(qp);
                 nd_lock_release(&qp->lock);
             }
