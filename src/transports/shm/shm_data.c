@@ -484,7 +484,6 @@ static bool hold(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
     h->wr.sge = h->sge;
     if (c->held_count++ == 0) {
         c->held_since = nd_now_ns();
-        c->sweep_seen_polls = atomic_load_explicit(&c->poll_count, memory_order_relaxed) - 1;
         shm_sweep_watch(qp);
         if (!c->timed) {
             nd_port_timed(qp->icq->ov.port, 1);
