@@ -25,7 +25,10 @@ nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t flags,
 
 /*
  * nd_mr_deregister - Deregister. Returns ND_SUCCESS; ND_DEVICE_BUSY while a memory
- * window is bound to the region; ND_INVALID_DEVICE_STATE when not registered.
+ * window is bound to the region; ND_INVALID_DEVICE_STATE when not registered. A transfer
+ * into or out of the region that is under way (ours, or a peer's) is waited for or fails
+ * (ND_ACCESS_VIOLATION, and its connection ends): once this returns, nothing touches the
+ * memory through this registration again, and it may be freed.
  */
 nd_status nd_mr_deregister(nd_mr *mr, nd_overlapped *ov);
 

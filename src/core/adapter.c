@@ -80,6 +80,7 @@ static void adapter_destroy(struct nd_adapter *a)
     free(a->arm_used);
     nd_mtab_destroy(a);
     pthread_mutex_destroy(&a->lock);
+    pthread_mutex_destroy(&a->users_lock);
     free(a);
 }
 
@@ -141,6 +142,8 @@ ND_API nd_status nd_open_adapter(uint64_t adapter_id, nd_adapter **out)
         return st;
     }
     pthread_mutex_init(&a->lock, NULL);
+    pthread_mutex_init(&a->users_lock, NULL);
+    a->users.prev = a->users.next = &a->users;
     a->ro_fd = -1;
     atomic_init(&a->refs, 1);
     a->id = adapter_id;

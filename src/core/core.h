@@ -140,6 +140,20 @@ void nd_port_timed(struct nd_port *port, int delta);
 /* ---- adapter (adapter.c) ---- */
 
 struct nd_mtab_entry;
+struct nd_lock;
+struct nd_qp;
+
+/*
+ * An object that touches registered memory under its lock: a queue pair (its posts and its
+ * transport's progress) or a CQ (a receive's scatter). Deregister waits for each to be
+ * outside its lock once, and asks a queue pair's transport to let go of the range too
+ * (mem_barrier.c). Listed on the adapter from creation to close.
+ */
+struct nd_mem_user {
+    struct nd_mem_user *prev, *next;
+    struct nd_lock *lock;
+    struct nd_qp *qp;               /* NULL: a CQ */
+};
 
 #define ND_SPARE_PORTS 4u
 
@@ -171,6 +185,10 @@ struct nd_adapter {
     void *shm_sweeper;              /* shm's held-send sweeper, started with the first held Send */
     struct nd_huge_worker *huge_worker; /* hugepages.c: started with the first registration that can use it */
     struct nd_arena *arena;         /* queue pair regions, ours and peers'; peers' adapter regions (arena.c) */
+    /* Queue pairs and CQs (mem_barrier.c); users_lock is taken with no object lock held. */
+    pthread_mutex_t users_lock;
+    struct nd_mem_user users;       /* list head */
+    uint32_t nusers, nqp_users;
     /* Ports connectors reserved and no longer need, kept bound for the next connector
      * (a reservation is three system calls and a close): under lock. */
     struct nd_spare_port { int fd; struct sockaddr_storage bound; } spare_ports[ND_SPARE_PORTS];
@@ -192,6 +210,12 @@ bool nd_adapter_ro_ref(struct nd_adapter *a, struct nd_fd_ref *ref);
  * until this adapter goes (arena.c keeps it with the peers' chunks). NULL if it is not a
  * sealed memfd of at least the region's size. */
 const uint8_t *nd_adapter_map_peer(struct nd_adapter *a, pid_t pid, const struct nd_fd_ref *ref);
+
+void nd_mem_user_add(struct nd_adapter *a, struct nd_mem_user *u, struct nd_lock *lock, struct nd_qp *qp);
+void nd_mem_user_remove(struct nd_adapter *a, struct nd_mem_user *u);
+/* The registration of [addr, addr+len) was revoked: return once nothing of this process, nor
+ * any same-host peer through our queue pairs, can still be touching the range through it. */
+void nd_mem_barrier(struct nd_adapter *a, uint64_t addr, uint64_t len);
 
 /* ---- queue pair regions (arena.c) ---- */
 

@@ -597,6 +597,7 @@ nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t dept
     cq->affinity = affinity;
     nd_adapter_ref(a);
     nd_port_ref(port);
+    nd_mem_user_add(a, &cq->mem_user, &cq->lock, NULL);
     cq->magic = ND_MAGIC_CQ;
     *out = cq;
     return ND_SUCCESS;
@@ -617,6 +618,7 @@ ND_API nd_status nd_cq_close(nd_cq *cq)
     if (atomic_load(&cq->users) != 0)
         return ND_DEVICE_BUSY;
     nd_cq_cancel_overlapped_requests(cq);
+    nd_mem_user_remove(cq->adapter, &cq->mem_user);
     port = cq->ov.port;
     nd_port_del_source(port, cq->port_source, cq->signal_fd);
     cq->magic = ND_MAGIC_DEAD;

@@ -71,6 +71,7 @@ struct nd_cq {
      * outstanding: its flushes), returned before anything else; under the lock. */
     nd_result *orphans;
     uint32_t orphan_head, norphans, orphan_cap, orphans_reported;
+    struct nd_mem_user mem_user;    /* scatters into receives: Deregister waits it out */
 };
 
 nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t depth, uint16_t group,

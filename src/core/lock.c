@@ -4,6 +4,7 @@
  * has the protocol). States change only under the mutex.
  */
 #include "lock.h"
+#include "core.h"
 #include "env.h"
 #include "log.h"
 
@@ -138,4 +139,32 @@ bool nd_lock_try_slow(struct nd_lock *l)
         return true;
     pthread_mutex_unlock(&l->mutex);
     return false;
+}
+
+void nd_lock_fence_owners(struct nd_lock *const *locks, uint32_t n)
+{
+    /* Our own stores first: a holder that enters from now on, by either path, sees them. */
+    atomic_thread_fence(memory_order_seq_cst);
+    for (uint32_t i = 0; i < n; i++)
+        if (atomic_load_explicit(&locks[i]->owner, memory_order_relaxed)) {
+            if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
+                usleep(1000);       /* as in revoke_bias: far longer than a store buffer takes */
+            return;
+        }
+}
+
+void nd_lock_wait_out(struct nd_lock *l)
+{
+    /* A biased owner inside: it leaves with a plain store of 0. It may come back at once,
+     * and waiting for that later visit too is harmless, only longer. */
+    for (uint32_t spins = 0; atomic_load_explicit(&l->owner, memory_order_relaxed) &&
+                             atomic_load_explicit(&l->busy, memory_order_acquire); spins++) {
+        if (spins < 1000)
+            nd_cpu_relax();
+        else
+            sched_yield();
+    }
+    /* Anyone inside by the mutex. */
+    pthread_mutex_lock(&l->mutex);
+    pthread_mutex_unlock(&l->mutex);
 }

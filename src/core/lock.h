@@ -54,6 +54,16 @@ bool nd_lock_try_slow(struct nd_lock *l);
 /* Is biasing on in this process (ND_LOCK_BIAS and membarrier)? For nd_info and tests. */
 bool nd_lock_bias_available(void);
 
+/*
+ * Waiting out a lock's holder without taking it (a biased lock stays biased): a thread that
+ * changed what holders read (a revoked registration) and then waits out every lock knows
+ * that each holder since has seen the change. nd_lock_fence_owners goes first, once for
+ * any number of locks: biased owners enter with no fence of their own, so their busy
+ * store may not be visible yet (a membarrier, only when some lock has an owner).
+ */
+void nd_lock_fence_owners(struct nd_lock *const *locks, uint32_t n);
+void nd_lock_wait_out(struct nd_lock *l);
+
 /* Is the calling thread inside by the fast path? Only the owner writes busy, and it is 0
  * whenever the owner went by the mutex. */
 static inline bool nd_lock_held_biased(struct nd_lock *l)

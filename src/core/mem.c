@@ -19,6 +19,7 @@ struct nd_mr {
     atomic_uint bound_windows;
     struct nd_mtab_share share;     /* ino 0 unless inside an nd_alloc_memory allocation */
     bool huge_queued;               /* blocks handed to the adapter's huge page thread */
+    uint64_t addr, len;             /* while registered */
 };
 
 struct nd_mw {
@@ -104,6 +105,8 @@ ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t
             mr->token = nd_mtab_publish(mr->adapter, mr->index, (uintptr_t)buf, len,
                                         flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM, &mr->share);
             mr->registered = true;
+            mr->addr = (uintptr_t)buf;
+            mr->len = len;
             /* nd_alloc_memory is shared already: peers map it. */
             mr->huge_queued = !mr->share.ino && nd_huge_collapse_later(mr->adapter, mr, buf, len);
         }
@@ -112,8 +115,15 @@ ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t
     return st;
 }
 
+/*
+ * The token goes first, then the barrier waits out everything that could still be touching
+ * the memory through it (ours and same-host peers', mem_barrier.c): when this returns,
+ * nothing does, and nothing will. Only then may nd_free_memory have the memory back.
+ */
 static nd_status mr_deregister(struct nd_mr *mr)
 {
+    struct nd_mtab_share share = { 0 };
+    uint64_t addr = 0, len = 0;
     nd_status st = ND_SUCCESS;
 
     pthread_mutex_lock(&mr->lock);
@@ -126,14 +136,21 @@ static nd_status mr_deregister(struct nd_mr *mr)
         if (mr->huge_queued)
             nd_huge_withdraw(mr->adapter, mr);
         mr->huge_queued = false;
-        if (mr->share.ino)
-            nd_share_release((uintptr_t)mr->share.base);
+        share = mr->share;
         mr->share.ino = 0;
         mr->registered = false;
         mr->token = 0;
+        addr = mr->addr;
+        len = mr->len;
     }
     pthread_mutex_unlock(&mr->lock);
-    return st;
+    if (st != ND_SUCCESS)
+        return st;
+    /* Not under the region's lock: a queue pair binding a window takes it under its own. */
+    nd_mem_barrier(mr->adapter, addr, len);
+    if (share.ino)
+        nd_share_release((uintptr_t)share.base);
+    return ND_SUCCESS;
 }
 
 ND_API nd_status nd_mr_deregister(nd_mr *mr, nd_overlapped *ov)

@@ -58,10 +58,14 @@ static void entry_write_begin(struct nd_adapter *a, struct nd_mtab_entry *e)
     atomic_thread_fence(memory_order_release);
 }
 
-static void entry_write_end(struct nd_mtab_entry *e)
+/* And after: a reader that took the generation of entry_write_begin's bump may still
+ * have read the entry as it was; this bump makes its memo (or its placement's record,
+ * iwarp) stale too. */
+static void entry_write_end(struct nd_adapter *a, struct nd_mtab_entry *e)
 {
     atomic_store_explicit(&e->seq, atomic_load_explicit(&e->seq, memory_order_relaxed) + 1,
                           memory_order_release);
+    atomic_fetch_add_explicit(&a->mtab_gen, 1, memory_order_release);
 }
 
 /* Entries have two kinds of writer: their object (register, bind, invalidate, free) and a
@@ -85,7 +89,7 @@ uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, ui
     __atomic_store_n(&e->share.size, share ? share->size : 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->share.fd, share ? share->fd : -1, __ATOMIC_RELAXED);
     __atomic_store_n(&e->token, token, __ATOMIC_RELAXED);
-    entry_write_end(e);
+    entry_write_end(a, e);
     pthread_mutex_unlock(&a->lock);
     return token;
 }
@@ -95,7 +99,7 @@ static void revoke_locked(struct nd_adapter *a, struct nd_mtab_entry *e)
     entry_write_begin(a, e);
     __atomic_store_n(&e->token, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&e->access, 0, __ATOMIC_RELAXED);
-    entry_write_end(e);
+    entry_write_end(a, e);
 }
 
 void nd_mtab_revoke(struct nd_adapter *a, uint32_t index)

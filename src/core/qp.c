@@ -111,18 +111,26 @@ static void receive_retire(void *ctx, const struct nd_cqe *e)
         atomic_store_explicit(&qp->rq_expected, e->wr_index + 1, memory_order_release);
 }
 
-/* Scatter a message (from its slot, or from the entry itself) into the receive's buffers. */
-static void scatter(struct nd_qp *qp, uint32_t k, const uint8_t *src, uint32_t bytes)
+/*
+ * Scatter a message (from its slot, or from the entry itself) into the receive's buffers,
+ * each checked again now: a region deregistered since the receive was posted is not
+ * touched (false: the receive fails as a local protection error).
+ */
+static bool scatter(struct nd_qp *qp, uint32_t k, const uint8_t *src, uint32_t bytes)
 {
     struct nd_rq_slot *slot = rq_slot(qp, k);
 
     for (uint32_t i = 0; i < slot->nsge && bytes; i++) {
         uint32_t n = slot->sge[i].buffer_length < bytes ? slot->sge[i].buffer_length : bytes;
 
+        if (n && nd_mtab_check_local(qp->adapter, &qp->scatter_memo, slot->sge[i].memory_region_token,
+                                     (uintptr_t)slot->sge[i].buffer, n, ND_ACCESS_LOCAL_WRITE) != ND_SUCCESS)
+            return false;
         nd_copy(slot->sge[i].buffer, src, n);
         src += n;
         bytes -= n;
     }
+    return true;
 }
 
 static void take_credits(struct nd_qp *qp, const struct nd_cqe *e)
@@ -157,7 +165,7 @@ static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, con
     r->request_type = ND_REQUEST_TYPE_RECEIVE;
     take_credits(qp, e);
     if (overrun)
-        nd_qp_fail(qp, ND_DATA_OVERRUN);
+        nd_qp_fail(qp, r->status);
     return ND_XLATE_OK;
 }
 
@@ -183,16 +191,18 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
     } else if (e->flags & ND_CQE_INLINE_DATA) {
         if (e->bytes > ND_CQE_INLINE_MAX)
             return ND_XLATE_BAD;
-        scatter(qp, k, e->data, e->bytes);
+        if (!scatter(qp, k, e->data, e->bytes))
+            st = ND_ACCESS_VIOLATION;
     } else if (e->flags & ND_CQE_INLINE) {
         if (e->bytes > qp->slot_size)
             return ND_XLATE_BAD;
-        scatter(qp, k, slot_data, e->bytes);
+        if (!scatter(qp, k, slot_data, e->bytes))
+            st = ND_ACCESS_VIOLATION;
     }
     take_credits(qp, e);
     receive_result(qp, k, st, e->bytes, r);
     if (st != ND_SUCCESS)
-        nd_qp_fail(qp, st);     /* the receiver's buffer was too small: the connection ends */
+        nd_qp_fail(qp, st);     /* the receiver's buffer: too small, or gone: the connection ends */
     return ND_XLATE_OK;
 }
 
@@ -351,8 +361,9 @@ void nd_qp_link_cm(struct nd_qp *qp, int sock, const struct nd_port_kick *k)
 void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn)
 {
     nd_lock_acquire(&qp->lock);
-    qp->tops = tops;
-    qp->conn = conn;
+    /* Published: Deregister's barrier reads them without the lock (mem_barrier.c). */
+    __atomic_store_n(&qp->conn, conn, __ATOMIC_RELEASE);
+    __atomic_store_n(&qp->tops, tops, __ATOMIC_RELEASE);
     if (qp->state == ND_QPS_IDLE)
         qp->state = ND_QPS_CONNECTED;
     nd_lock_release(&qp->lock);
@@ -467,6 +478,7 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
     }
     nd_lock_init(&qp->lock);
     atomic_init(&qp->refs, 1);
+    nd_mem_user_add(a, &qp->mem_user, &qp->lock, qp);
     atomic_fetch_add(&rcq->users, 1);
     atomic_fetch_add(&icq->users, 1);
     if (srq)
@@ -509,10 +521,16 @@ ND_API nd_status nd_qp_close(nd_qp *qp)
     nd_cq_detach(qp->rcq, qp->rsrc);
     __atomic_store_n(&qp->inbound_dead, true, __ATOMIC_RELEASE);
     nd_cq_detach(qp->rcq, qp->lsrc);
+    /* Nothing of ours touches registered memory through this queue pair any more (its
+     * posts are refused, its rings are gone); once its peer is out too, Deregister need
+     * not wait for it. */
+    if (qp->tops && qp->tops->peer_quiesce)
+        qp->tops->peer_quiesce(qp);
+    nd_mem_user_remove(qp->adapter, &qp->mem_user);
     nd_lock_acquire(&qp->lock);
     if (qp->tops && qp->tops->destroy)
         qp->tops->destroy(qp);
-    qp->tops = NULL;
+    __atomic_store_n(&qp->tops, NULL, __ATOMIC_RELEASE);
     nd_lock_release(&qp->lock);
     atomic_fetch_sub(&qp->rcq->users, 1);
     atomic_fetch_sub(&qp->icq->users, 1);

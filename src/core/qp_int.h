@@ -13,7 +13,7 @@
 #include "mem_int.h"
 
 #define ND_QP_REGION_MAGIC 0x4e445152u
-#define ND_QP_REGION_VERSION 3u
+#define ND_QP_REGION_VERSION 4u
 /*
  * Message slots, one per inbound ring position: Sends up to the slot size are copied in by
  * the peer and out by us (two memcpy beat a cross-memory call up to 64 KiB here: the call
@@ -60,7 +60,11 @@ struct nd_qp_ctl {
      * trip (a miss for every poller); the peer reads rq_prod only when credits run out.
      */
     _Atomic uint32_t rq_prod;       /* receives posted; written by the owner */
-    uint8_t pad1[64 - 4];
+    /* Odd while the owner is inside a transfer into or out of its peer's registered
+     * memory (written by the owner, read by the peer's Deregister: shm_data.c). In this
+     * line, which the peer reads only when credits run out, not in the first. */
+    _Atomic uint32_t touching_peer;
+    uint8_t pad1[64 - 8];
 };
 
 _Static_assert(sizeof(struct nd_qp_ctl) == 128, "the control block is two cache lines");
@@ -117,6 +121,7 @@ struct nd_qp {
     uint32_t rq_entries, iq_entries;
     struct nd_lock lock;            /* posting, state, transport connection */
     struct nd_mtab_memo reg_memo;   /* under lock: the registration its posts used last */
+    struct nd_mtab_memo scatter_memo;   /* under the receive CQ's lock: the same for scatters */
     enum nd_qp_state state;
     nd_status error;
     /* initiator queue */
@@ -159,6 +164,7 @@ struct nd_qp {
     _Atomic bool peer_left;
     struct nd_port_kick cm_kick;    /* port NULL: nobody to tell */
     int cm_sock;                    /* -1: none lent */
+    struct nd_mem_user mem_user;    /* on the adapter's list while it may touch memory */
 };
 
 bool nd_qp_valid(const struct nd_qp *qp);

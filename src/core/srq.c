@@ -381,18 +381,25 @@ enum nd_xlate nd_srq_complete(nd_srq *s, uint32_t id, const struct nd_cqe *e, co
     }
     slot = &s->slots[id];
     *overrun = e->status == ND_DATA_OVERRUN || e->bytes > slot->total;
+    r->status = *overrun ? ND_DATA_OVERRUN : ND_SUCCESS;
     if (!*overrun && data) {
         uint32_t left = e->bytes;
 
         for (uint32_t i = 0; i < slot->nsge && left; i++) {
             uint32_t n = slot->sge[i].buffer_length < left ? slot->sge[i].buffer_length : left;
 
+            /* Checked again: a region deregistered since the post is not touched. */
+            if (n && nd_mtab_check_local(s->adapter, &s->reg_memo, slot->sge[i].memory_region_token,
+                                         (uintptr_t)slot->sge[i].buffer, n, ND_ACCESS_LOCAL_WRITE) != ND_SUCCESS) {
+                r->status = ND_ACCESS_VIOLATION;
+                *overrun = true;
+                break;
+            }
             nd_copy(slot->sge[i].buffer, data, n);
             data += n;
             left -= n;
         }
     }
-    r->status = *overrun ? ND_DATA_OVERRUN : ND_SUCCESS;
     r->bytes_transferred = *overrun ? 0 : e->bytes;
     r->request_context = slot->ctx;
     slot->state = SLOT_FREE;

@@ -64,7 +64,8 @@ void nd_srq_attach_qp(nd_srq *srq, int delta);
 /*
  * nd_srq_complete - (owner side, CQ lock held) a peer's completion names @slot: check it
  * was posted and claimed, scatter an inline message from @data, fill @r, free the slot.
- * Returns ND_XLATE_OK or ND_XLATE_BAD; *overrun when the message did not fit.
+ * Returns ND_XLATE_OK or ND_XLATE_BAD; *overrun when the receive failed (r->status: the
+ * message did not fit, or its buffers are no longer registered): the QP fails.
  */
 enum nd_xlate nd_srq_complete(nd_srq *srq, uint32_t slot, const struct nd_cqe *e, const uint8_t *data,
                               nd_result *r, bool *overrun);

@@ -65,6 +65,14 @@ struct nd_transport_ops {
     /* The QP enters the error state or closes: cancel held requests (in order), tell the
      * peer, and stop moving bytes. */
     void (*shutdown)(struct nd_qp *qp, nd_status why);
+    /* Optional: the registration of [addr, addr+len) was revoked (QP lock held). Nothing
+     * the transport queued may read or write the range once this returns: bytes framed
+     * for the socket are copied out; what is still to be framed or placed checks the
+     * token table again when it is. */
+    void (*mem_revoked)(struct nd_qp *qp, uint64_t addr, uint64_t len);
+    /* Optional: wait until a same-host peer is outside any transfer into or out of our
+     * memory that it began before now (no lock held; bounded by the peer's life). */
+    void (*peer_quiesce)(struct nd_qp *qp);
     /* Release the connection's resources (the QP is being destroyed). */
     void (*destroy)(struct nd_qp *qp);
     /* The adapter goes away: stop anything the transport runs for it. */

@@ -59,6 +59,8 @@ void iw_conn_free(struct iw_conn *c)
 {
     if (c->sock >= 0)
         close(c->sock);
+    for (uint32_t i = 0; i < IW_TXF_MAX; i++)
+        free(c->txf[i].bounce);
     free(c->txq);
     free(c->txq_sges);
     free(c->inline_buf);
@@ -228,6 +230,57 @@ enum hdr_verdict iw_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, u
     return HDR_FAIL;
 }
 
+void iw_local_protection(struct iw_conn *c, struct iw_txe *e)
+{
+    nd_log(ND_LOG_INFO, ND_SUB_IWARP, "request %u: its memory was deregistered while it ran", e->wr.index);
+    iw_txe_done(c, e, ND_ACCESS_VIOLATION);
+    iw_send_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_CATASTROPHIC, 0x00, NULL);
+    iw_conn_fail(c, ND_ACCESS_VIOLATION);
+}
+
+/*
+ * A registration was revoked: FPDUs framed but not yet (wholly) written may point into
+ * its memory. Their payload is copied out now, bytes as the FPDU was framed with (its CRC
+ * holds); what is not framed yet checks the table again when it is (frame_request,
+ * frame_read_response).
+ */
+void iw_mem_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len)
+{
+    struct iw_conn *c = qp->conn;
+
+    for (uint32_t i = 0; c && !c->dead && i < c->txf_count; i++) {
+        struct iw_txf *f = &c->txf[(c->txf_head + i) % IW_TXF_MAX];
+        uint32_t plen = 0;
+        bool inside = false;
+
+        for (uint32_t k = 1; k + 1 < f->niov; k++) {
+            uintptr_t b = (uintptr_t)f->iov[k].iov_base;
+
+            plen += (uint32_t)f->iov[k].iov_len;
+            inside |= b < addr + len && addr < b + f->iov[k].iov_len;
+        }
+        if (!inside)
+            continue;
+        uint8_t *copy = malloc(plen), *at = copy;
+
+        if (!copy) {
+            /* Neither sent nor kept: the peer must not take a cut FPDU for data. */
+            connect(c->sock, &(struct sockaddr){ .sa_family = AF_UNSPEC }, sizeof(struct sockaddr));
+            iw_conn_fail(c, ND_NO_MEMORY);
+            return;
+        }
+        for (uint32_t k = 1; k + 1 < f->niov; k++) {
+            memcpy(at, f->iov[k].iov_base, f->iov[k].iov_len);
+            at += f->iov[k].iov_len;
+        }
+        f->iov[1] = (struct iovec){ copy, plen };
+        f->iov[2] = f->iov[f->niov - 1];
+        f->niov = 3;
+        free(f->bounce);
+        f->bounce = copy;
+    }
+}
+
 /* ---- framing ---- */
 
 /* Payload iovecs for [off, off+len) of the request's buffers; returns bytes covered. */
@@ -340,8 +393,17 @@ static void frame_request(struct iw_conn *c, struct iw_txe *e)
         hl = (uint32_t)iw_encode_read_req(f->hdr, e->msn, &rr);
     } else {
         bool send = e->wr.type == ND_REQUEST_TYPE_SEND;
-        uint32_t want = room(c, send ? IW_HDR_UNTAGGED : IW_HDR_TAGGED);
+        uint32_t want = room(c, send ? IW_HDR_UNTAGGED : IW_HDR_TAGGED), gen = iw_mtab_gen(c);
         uint64_t at = e->framed;
+
+        /* A registration changed since the buffers were checked: check them again. */
+        if (gen != e->checked_gen && !(e->wr.flags & ND_OP_FLAG_INLINE)) {
+            if (!nd_qp_local_sges_ok(c->qp, &e->wr)) {
+                iw_local_protection(c, e);
+                return;
+            }
+            e->checked_gen = gen;
+        }
 
         if (e->wr.total - e->framed < want)
             want = (uint32_t)(e->wr.total - e->framed);
@@ -447,6 +509,7 @@ static bool start_next(struct iw_conn *c)
         iw_txe_done(c, e, nd_qp_local_op(c->qp, &e->wr));
         return true;
     }
+    e->checked_gen = iw_mtab_gen(c);    /* before the check: a later change is seen */
     if (!(e->wr.flags & ND_OP_FLAG_INLINE) && !nd_qp_local_sges_ok(c->qp, &e->wr)) {
         c->tx_next++;
         iw_txe_done(c, e, ND_ACCESS_VIOLATION);
@@ -587,6 +650,8 @@ void iw_tx_pump(struct iw_conn *c)
             f->done += take;
             w -= take;
             if (f->done == f->total) {
+                free(f->bounce);
+                f->bounce = NULL;
                 c->txf_head = (c->txf_head + 1) % IW_TXF_MAX;
                 /* Empty: start over at slot 0, whose lines the last batch left warm. */
                 if (--c->txf_count == 0)
@@ -805,7 +870,10 @@ void iw_shutdown(struct nd_qp *qp, nd_status why)
         if (e->state != TXE_DONE)
             iw_txe_done(c, e, final_status(c, i, e, &first));
     }
-    c->txf_count = 0;
+    for (; c->txf_count; c->txf_count--, c->txf_head = (c->txf_head + 1) % IW_TXF_MAX) {
+        free(c->txf[c->txf_head].bounce);
+        c->txf[c->txf_head].bounce = NULL;
+    }
     c->irq_count = c->irq_fences = 0;
     iw_complete_in_order(c);
     nd_qp_peer_left(c->qp);
@@ -839,6 +907,7 @@ const struct nd_transport_ops iwarp_transport = {
     .queue_full = iw_queue_full,
     .idle = iw_idle,
     .shutdown = iw_shutdown,
+    .mem_revoked = iw_mem_revoked,
     .destroy = iw_destroy,
     .adapter_close = iw_adapter_close,
 };

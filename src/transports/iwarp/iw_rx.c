@@ -53,14 +53,79 @@ static bool claim_receive(struct iw_conn *c)
     return true;
 }
 
+static enum hdr_verdict protection_error(struct iw_conn *c, uint32_t stag, uint64_t to, uint64_t len, uint32_t need);
+
+static bool sges_writable(struct iw_conn *c, const nd_sge *sge, uint32_t nsge)
+{
+    for (uint32_t i = 0; i < nsge; i++)
+        if (sge[i].buffer_length &&
+            nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, sge[i].memory_region_token,
+                          (uint64_t)(uintptr_t)sge[i].buffer, sge[i].buffer_length, ND_ACCESS_LOCAL_WRITE))
+            return false;
+    return true;
+}
+
+/*
+ * A registration changed since the current segment's target was checked (@gen is the
+ * table's generation now): is the target still registered? If not, the connection ends
+ * here, as it would have had the segment come a moment later, and not a byte more lands.
+ */
+static bool rx_target_gone(struct iw_conn *c, uint32_t gen)
+{
+    const struct iw_hdr *h = &c->rh;
+
+    switch (h->opcode) {
+    case IW_OP_WRITE:
+        if (!nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->stag, h->to + c->rx_seg_off, c->rx_left,
+                           ND_ACCESS_REMOTE_WRITE)) {
+            c->rx_gen = gen;
+            return false;
+        }
+        protection_error(c, h->stag, h->to + c->rx_seg_off, c->rx_left, ND_ACCESS_REMOTE_WRITE);
+        return true;
+    case IW_OP_READ_RESP: {
+        struct iw_txe *e = txe_at(c, (uint32_t)c->rdq[c->rdq_head].txe);
+
+        if (nd_qp_local_sges_ok(c->qp, &e->wr)) {
+            e->checked_gen = gen;
+            return false;
+        }
+        iw_local_protection(c, e);
+        return true;
+    }
+    default:
+        if (c->msg_overrun || sges_writable(c, c->msg_sge, c->msg_nsge)) {   /* overrun: nothing lands */
+            c->msg_gen = gen;
+            return false;
+        }
+        iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_ACCESS_VIOLATION);
+        return true;
+    }
+}
+
+/* The generation the current segment's target was last checked at. */
+static uint32_t rx_checked_gen(struct iw_conn *c)
+{
+    switch (c->rh.opcode) {
+    case IW_OP_WRITE:
+        return c->rx_gen;
+    case IW_OP_READ_RESP:
+        return txe_at(c, (uint32_t)c->rdq[c->rdq_head].txe)->checked_gen;
+    default:
+        return c->msg_gen;
+    }
+}
+
 /* Where payload byte @off of the current segment goes: a contiguous span, or NULL (drop). */
 static uint8_t *rx_dst(struct iw_conn *c, uint32_t off, uint32_t *len)
 {
     const struct iw_hdr *h = &c->rh;
     const nd_sge *sge;
-    uint32_t nsge;
+    uint32_t nsge, gen = iw_mtab_gen(c);
     uint64_t pos;
 
+    if (ND_UNLIKELY(gen != rx_checked_gen(c)) && rx_target_gone(c, gen))
+        return NULL;
     switch (h->opcode) {
     case IW_OP_WRITE:
         *len = c->rx_left;
@@ -126,12 +191,9 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
         c->msg_bytes = 0;
         c->msg_overrun = false;
         c->msg_solicited = h->opcode == IW_OP_SEND_SE || h->opcode == IW_OP_SEND_SE_INV;
-        for (uint32_t i = 0; i < c->msg_nsge; i++)
-            if (c->msg_sge[i].buffer_length &&
-                nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, c->msg_sge[i].memory_region_token,
-                              (uint64_t)(uintptr_t)c->msg_sge[i].buffer, c->msg_sge[i].buffer_length,
-                              ND_ACCESS_LOCAL_WRITE))
-                return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_ACCESS_VIOLATION);
+        c->msg_gen = iw_mtab_gen(c);    /* before the check: a later change is seen */
+        if (!sges_writable(c, c->msg_sge, c->msg_nsge))
+            return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_ACCESS_VIOLATION);
     } else if (h->mo != c->msg_bytes) {
         return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
     }
@@ -246,6 +308,7 @@ static enum hdr_verdict on_header(struct iw_conn *c)
     if (h->rdmap_version != IW_RDMAP_VERSION)
         return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x05, ND_CANCELED);
     if (h->tagged && h->opcode == IW_OP_WRITE) {
+        c->rx_gen = iw_mtab_gen(c);     /* before the check: a later change is seen */
         /* A zero-length Write is an RTR frame (STag 1 by convention): nothing to check. */
         if (plen && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->stag, h->to, plen, ND_ACCESS_REMOTE_WRITE))
             return protection_error(c, h->stag, h->to, plen, ND_ACCESS_REMOTE_WRITE);
@@ -501,6 +564,8 @@ static void rx_pump(struct iw_conn *c, bool *got)
             return;
         if (c->rx_state == RX_PAYLOAD && c->rx_lo == c->rx_hi && c->rx_left >= IW_DIRECT_MIN)
             n = recv_direct(c, &asked);
+        if (c->dead)
+            return;                 /* its target was deregistered: the connection ended */
         if (n == -2) {
             if (c->rx_lo && c->rx_hi == IW_RXBUF) {
                 memmove(c->rxbuf, c->rxbuf + c->rx_lo, c->rx_hi - c->rx_lo);

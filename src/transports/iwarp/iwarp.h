@@ -50,6 +50,7 @@ struct iw_txe {
     uint64_t got;                   /* Read: response bytes placed */
     uint64_t sink_to;               /* Read: where the response starts (the first buffer) */
     uint32_t msn;
+    uint32_t checked_gen;           /* the token table's generation its buffers were checked at */
     uint8_t state;                  /* enum iw_txe_state */
     nd_status status;
 };
@@ -79,6 +80,7 @@ struct iw_txf {
     uint32_t niov, total, done;
     int32_t ends_txe;               /* the last FPDU of initiator request (index), or -1 */
     bool ends_rresp;
+    uint8_t *bounce;                /* its payload, copied out of a region deregistered under it */
     uint8_t trailer[8];             /* pad and CRC */
     uint8_t hdr[IW_MAX_HDR];
     struct iovec iov[IW_TXF_IOV];
@@ -147,6 +149,8 @@ struct iw_conn {
     uint32_t rx_left;               /* payload bytes of it still to come */
     uint32_t rx_seg_off;            /* payload bytes of it placed so far */
     uint32_t rx_crc;
+    uint32_t rx_gen;                /* token table generation the segment's target was checked at */
+    uint32_t msg_gen;               /* the same for the receive of the open Send message */
     uint32_t expect_msn_send, expect_msn_read;
     uint32_t next_recv;             /* the QP's next posted receive to fill */
     bool msg_open;                  /* an untagged Send message is in progress */
@@ -204,6 +208,14 @@ void iw_shutdown(struct nd_qp *qp, nd_status why);
 /* From the engine: fail @c with ND_IO_TIMEOUT if its oldest Read is overdue (QP lock held). */
 void iw_check_overdue(struct iw_conn *c);
 void iw_destroy(struct nd_qp *qp);
+void iw_mem_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len);
+/* Request @e cannot go on: its buffers were deregistered under it. It fails as a local
+ * protection error, the peer hears a Terminate, the rest is flushed. */
+void iw_local_protection(struct iw_conn *c, struct iw_txe *e);
+static inline uint32_t iw_mtab_gen(const struct iw_conn *c)
+{
+    return atomic_load_explicit(&c->qp->adapter->mtab_gen, memory_order_acquire);
+}
 
 /* iw_engine.c */
 nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c);

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A Send waits this long for a receive: a peer that is only slow to post (descheduled on a
@@ -141,6 +142,28 @@ static bool peer_exiting(pid_t pid)
     if (sscanf(p + 3, "%*d %*d %*d %*d %*d %lu", &flags) != 1)
         flags = 0;
     return state == 'Z' || state == 'X' || state == 'x' || (flags & 0x4);
+}
+
+/*
+ * Around every touch of the peer's registered memory (a cross-memory call, a copy through
+ * a view), after which the peer's Deregister may return: it revokes the token and then
+ * reads our word (Dekker's pattern: each side stores, fences, then loads what the other
+ * stored). So either it sees us inside and waits, or we see its revocation (or its
+ * Terminate: a closing peer waits the same way). We are the word's only writer.
+ */
+static void touch_begin(struct nd_qp *qp)
+{
+    uint32_t v = atomic_load_explicit(&qp->ctl->touching_peer, memory_order_relaxed);
+
+    atomic_store_explicit(&qp->ctl->touching_peer, v | 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
+static void touch_end(struct nd_qp *qp)
+{
+    uint32_t v = atomic_load_explicit(&qp->ctl->touching_peer, memory_order_relaxed);
+
+    atomic_store_explicit(&qp->ctl->touching_peer, v + 1, memory_order_release);
 }
 
 /* One cross-memory call; a short or failed transfer is an access error, unless the peer
@@ -384,7 +407,9 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
         goto publish;
     }
     if (wr->total > SLOT_ONLY_MAX || !slot_ok) {
-        st = place_direct(c, wr, w, max_sge, slot_ok, &use_slot, &status);
+        touch_begin(qp);
+        st = terminated(qp, c) ? ND_CANCELED : place_direct(c, wr, w, max_sge, slot_ok, &use_slot, &status);
+        touch_end(qp);
         if (st != ND_SUCCESS)
             return st;
     }
@@ -408,28 +433,33 @@ publish:
     return ND_SUCCESS;
 }
 
-static nd_status do_rdma(struct shm_conn *c, const struct nd_wr *wr)
+static nd_status do_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     bool write = wr->type == ND_REQUEST_TYPE_WRITE;
     struct iovec remote = { (void *)(uintptr_t)wr->remote_addr, (size_t)wr->total };
     struct nd_mtab_share sh;
+    nd_status st = ND_SUCCESS;
     uint8_t *view;
 
     if (!write && c->ord == 0)
         return ND_INVALID_DEVICE_REQUEST;   /* no outbound Read was negotiated */
     if (!wr->total)
         return ND_SUCCESS;
-    if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, wr->remote_token, wr->remote_addr, wr->total,
-                            write ? ND_ACCESS_REMOTE_WRITE : ND_ACCESS_REMOTE_READ, &sh))
-        return ND_ACCESS_VIOLATION;
-    view = peer_view(c, &sh, wr->remote_addr, wr->total);
-    if (view) {
+    touch_begin(qp);
+    if (terminated(qp, c))
+        st = ND_CANCELED;
+    else if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, wr->remote_token, wr->remote_addr, wr->total,
+                                 write ? ND_ACCESS_REMOTE_WRITE : ND_ACCESS_REMOTE_READ, &sh))
+        st = ND_ACCESS_VIOLATION;
+    else if ((view = peer_view(c, &sh, wr->remote_addr, wr->total))) {
         struct sge_stream local = { wr->sge, 0, 0 };
 
         stream_copy(&local, view, wr->total, write);
-        return ND_SUCCESS;
+    } else {
+        st = cma(c, wr, &remote, 1, write);
     }
-    return cma(c, wr, &remote, 1, write);
+    touch_end(qp);
+    return st;
 }
 
 /* Run @wr now. ND_PENDING: it must wait (a Send with no receive). */
@@ -443,7 +473,7 @@ static nd_status execute(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
         return ND_ACCESS_VIOLATION;
     if (wr->type == ND_REQUEST_TYPE_SEND)
         return do_send(qp, c, wr);
-    return do_rdma(c, wr);
+    return do_rdma(qp, c, wr);
 }
 
 static bool hold(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
@@ -634,6 +664,47 @@ static bool shm_progress(struct nd_qp *qp)
     return true;
 }
 
+/* Longer than any one transfer takes; a peer inside one for longer is stopped or broken. */
+#define QUIESCE_MAX_NS (10000ull * 1000000)
+
+/* Wait for the peer to leave a transfer into or out of our memory (see touch_begin). */
+static void shm_peer_quiesce(struct nd_qp *qp)
+{
+    struct shm_conn *c = __atomic_load_n(&qp->conn, __ATOMIC_ACQUIRE);
+    uint64_t start = 0, checked = 0;
+    uint32_t v;
+
+    if (!c)
+        return;
+    atomic_thread_fence(memory_order_seq_cst);      /* our revocation (or Terminate) first */
+    v = atomic_load_explicit(&c->pctl->touching_peer, memory_order_acquire);
+    if (!(v & 1))
+        return;
+    for (uint32_t spins = 0; atomic_load_explicit(&c->pctl->touching_peer, memory_order_acquire) == v; spins++) {
+        uint64_t now;
+
+        if (spins < 1000) {
+            nd_cpu_relax();
+            continue;
+        }
+        nanosleep(&(struct timespec){ .tv_nsec = 20000 }, NULL);
+        now = nd_now_ns();
+        if (!start)
+            start = checked = now;
+        if (now - checked < 1000000)
+            continue;
+        checked = now;
+        if (peer_exiting(c->pid))
+            return;                 /* its transfers ended with its last system call */
+        if (now - start > QUIESCE_MAX_NS) {
+            nd_log(ND_LOG_ERROR, ND_SUB_SHM, "peer %d stayed inside a transfer into our memory for %llu s: "
+                   "connection ended", (int)c->pid, (unsigned long long)(QUIESCE_MAX_NS / 1000000000ull));
+            nd_qp_fail(qp, ND_IO_TIMEOUT);
+            return;
+        }
+    }
+}
+
 static void shm_recv_posted(struct nd_qp *qp)
 {
     struct shm_conn *c = conn_of(qp);
@@ -689,7 +760,7 @@ static void shm_destroy(struct nd_qp *qp)
     shm_signal_put(c->picq);
     free(c->held);
     free(c);
-    qp->conn = NULL;
+    __atomic_store_n(&qp->conn, NULL, __ATOMIC_RELEASE);
 }
 
 static void shm_cm_ring(struct nd_qp *qp)
@@ -727,6 +798,7 @@ const struct nd_transport_ops shm_transport = {
     .progress = shm_progress,
     .queue_full = shm_queue_full,
     .shutdown = shm_shutdown,
+    .peer_quiesce = shm_peer_quiesce,
     .destroy = shm_destroy,
     .adapter_close = shm_adapter_close,
 };

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Deregister's barrier. Registered memory is touched under an object lock only: a queue
+ * pair's posts and its transport's progress (shm's cross-memory calls and copies, iwarp's
+ * placement and framing) under the queue pair's lock, a receive's scatter under its CQ's.
+ * Each of them checks the token table under that lock, at the moment it touches the
+ * memory. So once a registration is revoked, waiting out every such lock once leaves no
+ * toucher that missed the revocation. Two things are not under our locks: a same-host
+ * peer's transfer into or out of our memory (the transport's peer_quiesce waits for it),
+ * and bytes a transport queued for later (its mem_revoked op copies or drops them).
+ */
+#include "qp_int.h"
+#include "lock.h"
+#include "transport.h"
+
+#include <stdlib.h>
+
+void nd_mem_user_add(struct nd_adapter *a, struct nd_mem_user *u, struct nd_lock *lock, struct nd_qp *qp)
+{
+    u->lock = lock;
+    u->qp = qp;
+    pthread_mutex_lock(&a->users_lock);
+    u->next = &a->users;
+    u->prev = a->users.prev;
+    a->users.prev->next = u;
+    a->users.prev = u;
+    a->nusers++;
+    a->nqp_users += qp != NULL;
+    pthread_mutex_unlock(&a->users_lock);
+}
+
+void nd_mem_user_remove(struct nd_adapter *a, struct nd_mem_user *u)
+{
+    pthread_mutex_lock(&a->users_lock);
+    u->prev->next = u->next;
+    u->next->prev = u->prev;
+    a->nusers--;
+    a->nqp_users -= u->qp != NULL;
+    pthread_mutex_unlock(&a->users_lock);
+    u->prev = u->next = NULL;
+}
+
+/* A queue pair's transport lets go of the range: what it queued, and its peer. */
+static void qp_let_go(struct nd_qp *qp, uint64_t addr, uint64_t len)
+{
+    /* Set once at connection and cleared only after the queue pair left the list. */
+    const struct nd_transport_ops *t = __atomic_load_n(&qp->tops, __ATOMIC_ACQUIRE);
+
+    if (!t)
+        return;
+    if (t->mem_revoked) {
+        nd_lock_acquire(&qp->lock);
+        t->mem_revoked(qp, addr, len);
+        nd_lock_release(&qp->lock);
+    }
+    if (t->peer_quiesce)
+        t->peer_quiesce(qp);
+}
+
+void nd_mem_barrier(struct nd_adapter *a, uint64_t addr, uint64_t len)
+{
+    struct nd_lock *small[64], **locks = small;
+    uint32_t n = 0;
+
+    pthread_mutex_lock(&a->users_lock);
+    /* With no queue pair nothing can be touching registered memory: a CQ scatters only
+     * for its queue pairs' rings, which are gone before a queue pair leaves the list. */
+    if (!a->nqp_users) {
+        pthread_mutex_unlock(&a->users_lock);
+        return;
+    }
+    if (a->nusers > ND_ARRAY_SIZE(small) && !(locks = malloc(a->nusers * sizeof(*locks))))
+        locks = NULL;               /* then without the shared fence: one per lock */
+    for (struct nd_mem_user *u = a->users.next; locks && u != &a->users; u = u->next)
+        locks[n++] = u->lock;
+    if (locks)
+        nd_lock_fence_owners(locks, n);
+    for (struct nd_mem_user *u = a->users.next; u != &a->users; u = u->next) {
+        if (!locks)
+            nd_lock_fence_owners(&u->lock, 1);
+        nd_lock_wait_out(u->lock);
+        if (u->qp)
+            qp_let_go(u->qp, addr, len);
+    }
+    pthread_mutex_unlock(&a->users_lock);
+    if (locks != small)
+        free(locks);
+}
