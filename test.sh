@@ -43,14 +43,5 @@ scripts/release_build.sh build-ci/release -DND_WERROR=ON
 suite build-ci/release
 
 echo "== fuzz (${fuzz_seconds}s per target)"
-for f in build-ci/asan/tests/fuzz/fuzz_*; do
-    [ -x "$f" ] || continue
-    name=$(basename "$f")
-    work=$(mktemp -d)
-    cp tests/fuzz/corpus/"$name"/* "$work"/ 2>/dev/null || true
-    ND_LOG=none "$f" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$work" 2>&1 |
-        grep -E "stat::number_of_executed_units|Done|ERROR|SUMMARY" || true
-    ND_LOG=none "$f" -runs=0 "$work" > /dev/null 2>&1 || { echo "$name: crash"; rm -rf "$work"; exit 1; }
-    rm -rf "$work"
-done
+scripts/fuzz.sh "$fuzz_seconds" build-ci/asan/tests/fuzz/fuzz_*
 echo "all test configurations passed"

@@ -24,15 +24,7 @@ for tr in shm iwarp; do
     run ND_TRANSPORT=$tr ND_TEST_CONNS=100000 "$build/tests/test_conn_leak"
     run ND_TRANSPORT=$tr "$build/tests/test_kill_points"
 done
-for f in build-ci/asan/tests/fuzz/fuzz_*; do
-    [ -x "$f" ] && [ "$fuzz_seconds" -gt 0 ] || continue
-    name=$(basename "$f")
-    work=$(mktemp -d)
-    cp tests/fuzz/corpus/"$name"/* "$work"/ 2> /dev/null
-    echo "== $name for $fuzz_seconds s"
-    ND_LOG=none "$f" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$work" 2>&1 |
-        grep -E "stat::number_of_executed_units|ERROR|SUMMARY" || true
-    ND_LOG=none "$f" -runs=0 "$work" > /dev/null 2>&1 || { echo "FAILED: $name crashed"; fail=1; }
-    rm -rf "$work"
-done
+if [ "$fuzz_seconds" -gt 0 ]; then
+    scripts/fuzz.sh "$fuzz_seconds" build-ci/asan/tests/fuzz/fuzz_* || fail=1
+fi
 exit $fail
