@@ -29,7 +29,7 @@ int main(void)
 
     /* Limits that make sense together. */
     CHECK(info.max_read_sge <= info.max_initiator_sge);
-    CHECK(info.max_receive_queue_depth == info.max_initiator_queue_depth);   /* reference §13.11 */
+    CHECK(info.max_receive_queue_depth == info.max_initiator_queue_depth);   /* as ND2 adapters report */
     CHECK(info.max_inline_data_size >= info.inline_request_threshold);
     CHECK(info.max_caller_data + 4 <= 256 && info.max_callee_data + 4 <= 256);
     CHECK(info.max_shared_receive_queue_depth > 0);

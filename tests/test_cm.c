@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Connector and listener states (reference §8.2) on one host, both ends in this process
+ * Connector and listener states (ND2's connector model) on one host, both ends in this process
  * (asynchronous calls interleaved): bind/connect statuses, refused and retried connects,
  * private data limits and size probes, read-limit negotiation, passive and active Reject
  * (NdConnReject), a closed listener (NdConnListenClosing), GetConnectionRequest FIFO and

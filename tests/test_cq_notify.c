@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * CQ notification rules (reference §7) with an in-process ring producer: arm-then-peek,
+ * ND2's CQ notification rules with an in-process ring producer: arm-then-peek,
  * each completion triggers at most once, one event releases every notify, ANY overrides
  * SOLICITED, errors satisfy SOLICITED, ERRORS notifies and the sticky overrun, resize,
  * waiting in nd_get_overlapped_result, ND_OV_FLAG_NO_PORT, broken rings.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * iWARP wire format: CRC32c vectors, the worked layouts of spec/iwarp-wire.md §7 as
+ * iWARP wire format: CRC32c vectors, worked layouts as
  * encoder and parser checks, and every frame of the siw captures (tests/data/siw) parsed
  * and re-encoded byte for byte, with the CRC each would carry checked against the decode.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Memory regions: every status case of reference §3.5 (ndmrinvalidbuffer), tokens,
+ * Memory regions: every status case of the ND SDK's ndmrinvalidbuffer, tokens,
  * access flags (ALLOW_REMOTE_WRITE = 0x5), the token table's remote checks (token, range,
  * rights, stale tokens after deregistration) and memory windows as far as they exist
  * without a queue pair.

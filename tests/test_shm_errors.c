@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Error semantics over shm (reference §6, §12), one connection per case:
+ * Error semantics over shm (ND2's completion statuses), one connection per case:
  *   invalid-write / invalid-read (bad token, bad address), over-write (past the region),
  *   write-violation (read-only region): initiator ND_ACCESS_VIOLATION, the target's posted
  *   receive ND_CANCELED, later requests ND_CANCELED;

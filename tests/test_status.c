@@ -69,7 +69,7 @@ int main(void)
         }
     }
     CHECK(!strcmp(nd_strerror(ND_STATUS_(0x12345678u)), "ND_UNKNOWN_STATUS"));
-    /* Warnings are failures; ND_TIMEOUT and ND_PENDING are successes (reference §5). */
+    /* Warnings are failures; ND_TIMEOUT and ND_PENDING are successes (ND2's NT_SUCCESS rule). */
     CHECK(ND_FAILED(ND_BUFFER_OVERFLOW) && ND_FAILED(ND_DEVICE_BUSY) && ND_FAILED(ND_NO_MORE_ENTRIES));
     CHECK(ND_SUCCEEDED(ND_TIMEOUT) && ND_SUCCEEDED(ND_PENDING) && ND_FAILED(ND_CANCELED));
     CHECK(ND_LOCAL_LENGTH == ND_DATA_OVERRUN && ND_INVALIDATION_ERROR == ND_INVALID_DEVICE_REQUEST);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * nd_test's connection cases: ndmemorytest's connector/listener tests (reference §12) and
+ * nd_test's connection cases: ndmemorytest's connector/listener tests and
  * ndmpic, MS-MPI's connection pattern with crossing connects (winverbs-lessons §10).
  */
 #include "nd_test.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * nd_test's memory, queue-pair and CQ cases: ndmemorytest's remote-access, registration and
- * flush tests (reference §12), ndcq, ndmval and a shortened ndmw (winverbs-lessons §10).
+ * flush tests, ndcq, ndmval and a shortened ndmw (winverbs-lessons §10).
  */
 #include "nd_test.h"
 #include "nd_tool.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Connectors: the state machine of reference §8.2, one for every transport. A connection
+ * Connectors: ND2's connector state machine, one for every transport. A connection
  * keeps its CM socket (shm's rendezvous socket) and the port polls it (edge-triggered),
  * so that replies, disconnects and a peer's death arrive without any thread of ours; a
  * transport that takes the socket (iwarp) kicks our port source instead. Handshake steps

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Connectors and listeners (reference §8): one state machine for every transport. */
+/* Connectors and listeners (ND2's IND2Connector and IND2Listener): one state machine for every transport. */
 #ifndef ND_CM_INT_H
 #define ND_CM_INT_H
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * iwarp connection set-up: TCP, then the MPA request/reply of RFC 5044 with the RFC 6581
- * block (spec/iwarp-wire.md §2). We always send revision 2 with the block, offer
+ * block (RFC 5044 §7, RFC 6581). We always send revision 2 with the block, offer
  * peer-to-peer with a zero-length Write as RTR (it doubles as ND's RTU), never markers,
  * and CRC only when asked (ND_IWARP_CRC) or when the peer asks. Frames are read with
  * MSG_PEEK and consumed exactly, so an FPDU right behind a Reply stays in the socket for

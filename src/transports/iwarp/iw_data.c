@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * iwarp data path (spec/iwarp-wire.md §3-§6). Initiator requests are framed into FPDUs
+ * iwarp data path (RFC 5040, 5041, 5044). Initiator requests are framed into FPDUs
  * no larger than the path MSS and written with one sendmsg per batch; requests complete
  * in posting order: a Read when its response has been placed, a Send or Write when a later
  * Read Response proves the peer placed it (we add a zero-length Read, a "fence", behind

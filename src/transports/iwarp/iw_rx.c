@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * iwarp receive side (spec/iwarp-wire.md §3-§6): a stream parser over the socket (header,
+ * iwarp receive side (RFC 5040, 5041, 5044): a stream parser over the socket (header,
  * payload, trailer) that checks every segment before a byte of it is placed (token, range,
  * rights; MSN and MO; the posted receive), places payload straight into registered memory,
  * answers Read Requests, matches Read Responses and fence answers to what we sent, and turns

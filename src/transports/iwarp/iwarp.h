@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The iwarp transport: RDMAP/DDP/MPA over TCP (spec/iwarp-wire.md), so that a netdirect
+ * The iwarp transport: RDMAP/DDP/MPA over TCP (RFC 5040, 5041, 5044), so that a netdirect
  * process and Linux siw are peers. Connection set-up is MPA request/reply on the TCP
  * connection (iw_cm.c); the data path frames initiator requests into FPDUs and places
  * inbound FPDUs into registered memory (iw_data.c); one progress thread per adapter

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* iWARP encode/parse: see wire.h and spec/iwarp-wire.md for every layout. */
+/* iWARP encode/parse: see wire.h; the layouts are RFC 5044 (MPA), 5041 (DDP) and 5040 (RDMAP). */
 #include "wire.h"
 
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * iWARP on the wire (spec/iwarp-wire.md): MPA request/reply frames, FPDU framing, DDP
+ * iWARP on the wire (RFC 5040, 5041, 5044, 6581): MPA request/reply frames, FPDU framing, DDP
  * tagged and untagged headers, the RDMAP opcodes and the Terminate message. Pure encode
  * and parse functions over byte buffers: nothing here trusts its input, nothing does I/O,
  * so the stream parser and the fuzzers share one implementation.
