@@ -408,7 +408,7 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
     if (quiet)
         arm_store(cq, ND_ARM_NONE);
     nd_lock_release(&cq->lock);
-    /* Spin a moment before sleeping: a wake-up across CPUs costs 5-35 us here, and the
+    /* Spin a moment before sleeping: a wake-up across CPUs costs tens of microseconds, and the
      * answer to a message just sent is often a microsecond away. */
     while (spin && nd_ov_is_pending(ov) && nd_now_ns() < spin_end) {
         nd_ovbatch_init(&b, cq->ov.port);

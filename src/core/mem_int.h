@@ -79,9 +79,8 @@ nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entrie
 /*
  * The last registration of our own table a poster found valid (its whole range and
  * rights), kept by the poster under its own lock: a queue pair posting receives into one
- * buffer asks the seqlock once, not on every post (~20 instructions of a ~175-instruction
- * Receive). Valid while the adapter's mtab_gen is unchanged: every publish and revoke
- * bumps it first.
+ * buffer asks the seqlock once, not on every post. Valid while the adapter's mtab_gen is
+ * unchanged: every publish and revoke bumps it before and after the entry changes.
  */
 struct nd_mtab_memo {
     uint32_t gen, token, access;

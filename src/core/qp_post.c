@@ -14,7 +14,7 @@
 
 /*
  * Every field set one by one: a zero-initialised struct nd_wr (96 bytes) compiles to
- * `rep stos` with GCC's generic tuning, whose start-up alone was ~5 ns of each Send.
+ * `rep stos` with GCC's generic tuning, whose start-up costs more than the stores.
  */
 static inline void wr_init(struct nd_wr *wr, uint8_t type, uint32_t flags, const nd_sge *sge, uint32_t nsge)
 {

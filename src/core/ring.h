@@ -81,7 +81,7 @@ int nd_ring_produce(struct nd_ring_producer *p, const struct nd_cqe *cqe);
  * the ring is full), the caller fills every field but seq in place with nd_cqe_set, and
  * nd_ring_commit publishes it as nd_ring_produce does. An entry built on the stack and
  * copied costs a store-forwarding stall per 16-byte piece (its fields are narrow stores,
- * the copy wide loads): ~15 ns per completion here.
+ * the copy wide loads).
  */
 struct nd_cqe *nd_ring_next(struct nd_ring_producer *p);
 void nd_ring_commit(struct nd_ring_producer *p, struct nd_cqe *slot);
