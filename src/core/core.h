@@ -188,7 +188,7 @@ struct nd_adapter {
     /* Queue pairs and CQs (mem_barrier.c); users_lock is taken with no object lock held. */
     pthread_mutex_t users_lock;
     struct nd_mem_user users;       /* list head */
-    uint32_t nusers, nqp_users;
+    uint32_t nqp_users;
     /* Ports connectors reserved and no longer need, kept bound for the next connector
      * (a reservation is three system calls and a close): under lock. */
     struct nd_spare_port { int fd; struct sockaddr_storage bound; } spare_ports[ND_SPARE_PORTS];

@@ -141,16 +141,10 @@ bool nd_lock_try_slow(struct nd_lock *l)
     return false;
 }
 
-void nd_lock_fence_owners(struct nd_lock *const *locks, uint32_t n)
+void nd_lock_fence_biased(void)
 {
-    /* Our own stores first: a holder that enters from now on, by either path, sees them. */
-    atomic_thread_fence(memory_order_seq_cst);
-    for (uint32_t i = 0; i < n; i++)
-        if (atomic_load_explicit(&locks[i]->owner, memory_order_relaxed)) {
-            if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
-                usleep(1000);       /* as in revoke_bias: far longer than a store buffer takes */
-            return;
-        }
+    if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
+        usleep(1000);               /* as in revoke_bias: far longer than a store buffer takes */
 }
 
 void nd_lock_wait_out(struct nd_lock *l)

@@ -57,11 +57,16 @@ bool nd_lock_bias_available(void);
 /*
  * Waiting out a lock's holder without taking it (a biased lock stays biased): a thread that
  * changed what holders read (a revoked registration) and then waits out every lock knows
- * that each holder since has seen the change. nd_lock_fence_owners goes first, once for
- * any number of locks: biased owners enter with no fence of their own, so their busy
- * store may not be visible yet (a membarrier, only when some lock has an owner).
+ * that each holder since has seen the change. Before the waits, once for any number of
+ * locks: a full fence after the change (a holder that enters from then on, by either path,
+ * sees it), then, if any of the locks has an owner, nd_lock_fence_biased: biased owners
+ * enter with no fence of their own, so their busy store may not be visible yet.
  */
-void nd_lock_fence_owners(struct nd_lock *const *locks, uint32_t n);
+static inline bool nd_lock_has_owner(const struct nd_lock *l)
+{
+    return atomic_load_explicit(&l->owner, memory_order_relaxed) != NULL;
+}
+void nd_lock_fence_biased(void);
 void nd_lock_wait_out(struct nd_lock *l);
 
 /* Is the calling thread inside by the fast path? Only the owner writes busy, and it is 0

@@ -13,8 +13,6 @@
 #include "lock.h"
 #include "transport.h"
 
-#include <stdlib.h>
-
 void nd_mem_user_add(struct nd_adapter *a, struct nd_mem_user *u, struct nd_lock *lock, struct nd_qp *qp)
 {
     u->lock = lock;
@@ -24,7 +22,6 @@ void nd_mem_user_add(struct nd_adapter *a, struct nd_mem_user *u, struct nd_lock
     u->prev = a->users.prev;
     a->users.prev->next = u;
     a->users.prev = u;
-    a->nusers++;
     a->nqp_users += qp != NULL;
     pthread_mutex_unlock(&a->users_lock);
 }
@@ -34,7 +31,6 @@ void nd_mem_user_remove(struct nd_adapter *a, struct nd_mem_user *u)
     pthread_mutex_lock(&a->users_lock);
     u->prev->next = u->next;
     u->next->prev = u->prev;
-    a->nusers--;
     a->nqp_users -= u->qp != NULL;
     pthread_mutex_unlock(&a->users_lock);
     u->prev = u->next = NULL;
@@ -59,30 +55,23 @@ static void qp_let_go(struct nd_qp *qp, uint64_t addr, uint64_t len)
 
 void nd_mem_barrier(struct nd_adapter *a, uint64_t addr, uint64_t len)
 {
-    struct nd_lock *small[64], **locks = small;
-    uint32_t n = 0;
+    bool biased = false;
 
     pthread_mutex_lock(&a->users_lock);
     /* With no queue pair nothing can be touching registered memory: a CQ scatters only
      * for its queue pairs' rings, which are gone before a queue pair leaves the list. */
-    if (!a->nqp_users) {
-        pthread_mutex_unlock(&a->users_lock);
-        return;
-    }
-    if (a->nusers > ND_ARRAY_SIZE(small) && !(locks = malloc(a->nusers * sizeof(*locks))))
-        locks = NULL;               /* then without the shared fence: one per lock */
-    for (struct nd_mem_user *u = a->users.next; locks && u != &a->users; u = u->next)
-        locks[n++] = u->lock;
-    if (locks)
-        nd_lock_fence_owners(locks, n);
-    for (struct nd_mem_user *u = a->users.next; u != &a->users; u = u->next) {
-        if (!locks)
-            nd_lock_fence_owners(&u->lock, 1);
-        nd_lock_wait_out(u->lock);
-        if (u->qp)
-            qp_let_go(u->qp, addr, len);
+    if (a->nqp_users) {
+        /* The revocation visible first: a lock biased from now on has an owner that sees it. */
+        atomic_thread_fence(memory_order_seq_cst);
+        for (struct nd_mem_user *u = a->users.next; u != &a->users && !biased; u = u->next)
+            biased = nd_lock_has_owner(u->lock);
+        if (biased)
+            nd_lock_fence_biased();
+        for (struct nd_mem_user *u = a->users.next; u != &a->users; u = u->next) {
+            nd_lock_wait_out(u->lock);
+            if (u->qp)
+                qp_let_go(u->qp, addr, len);
+        }
     }
     pthread_mutex_unlock(&a->users_lock);
-    if (locks != small)
-        free(locks);
 }
