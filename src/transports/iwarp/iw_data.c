@@ -137,6 +137,13 @@ static int unsent_rest(const struct iw_conn *c, struct iovec *iov)
     return k;
 }
 
+/* connect(AF_UNSPEC) disconnects a TCP socket at once, with a reset: the peer cannot take
+ * the end for an orderly close. */
+static void reset_connection(struct iw_conn *c)
+{
+    connect(c->sock, &(struct sockaddr){ .sa_family = AF_UNSPEC }, sizeof(struct sockaddr));
+}
+
 /* Write all of @iov, waiting for room at most TERM_SEND_MS in all. */
 #define TERM_SEND_MS 100
 static bool send_all_bounded(int sock, struct iovec *iov, int n)
@@ -196,8 +203,7 @@ void iw_send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t 
         nd_log(ND_LOG_INFO, ND_SUB_IWARP, "sent Terminate layer %u type %u code 0x%02x", layer, etype, ecode);
         return;
     }
-    /* connect(AF_UNSPEC) disconnects a TCP socket at once, with a reset. */
-    connect(c->sock, &(struct sockaddr){ .sa_family = AF_UNSPEC }, sizeof(struct sockaddr));
+    reset_connection(c);
     nd_log(ND_LOG_INFO, ND_SUB_IWARP, "reset the connection: no room for Terminate layer %u type %u code 0x%02x (%m)",
            layer, etype, ecode);
 }
@@ -265,7 +271,7 @@ void iw_mem_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len)
 
         if (!copy) {
             /* Neither sent nor kept: the peer must not take a cut FPDU for data. */
-            connect(c->sock, &(struct sockaddr){ .sa_family = AF_UNSPEC }, sizeof(struct sockaddr));
+            reset_connection(c);
             iw_conn_fail(c, ND_NO_MEMORY);
             return;
         }
