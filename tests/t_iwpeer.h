@@ -32,11 +32,12 @@ static inline void t_iw_read_exact(int fd, uint8_t *p, size_t n)
     }
 }
 
-/* MPA request (rev 2, the RFC 6581 block, no P2P), then the reply. */
-static inline void t_iw_handshake(int fd, bool crc)
+/* MPA request (rev 2, the RFC 6581 block, no P2P), then the reply. With @nd the request
+ * offers netdirect's extensions, as a netdirect peer's does (and the reply must agree). */
+static inline void t_iw_handshake_as(int fd, bool crc, bool nd)
 {
-    struct mpa_frame f = { .reply = false, .flags = crc ? MPA_FLAG_CRC : 0, .rev = 2, .enhanced = true,
-                           .ird_word = 8, .ord_word = 8 };
+    struct mpa_frame f = { .reply = false, .flags = (crc ? MPA_FLAG_CRC : 0) | (nd ? MPA_FLAG_ND_OFFER : 0),
+                           .rev = 2, .enhanced = true, .ird_word = 8, .ord_word = 8 };
     uint8_t buf[MPA_FRAME_HDR + MPA_MAX_PD_RX];
     size_t n = mpa_encode(buf, sizeof(buf), &f), total;
 
@@ -47,6 +48,13 @@ static inline void t_iw_handshake(int fd, bool crc)
     t_iw_read_exact(fd, buf + MPA_FRAME_HDR, total - MPA_FRAME_HDR);
     CHECK(mpa_parse(buf, total, true, &f) == (int)total && !(f.flags & MPA_FLAG_REJECT));
     CHECK(!!(f.flags & MPA_FLAG_CRC) == crc);
+    CHECK(!!(f.flags & MPA_FLAG_ND_AGREE) == nd);
+}
+
+/* As siw sends it: no netdirect extensions. */
+static inline void t_iw_handshake(int fd, bool crc)
+{
+    t_iw_handshake_as(fd, crc, false);
 }
 
 /* One FPDU: header @h, @plen payload bytes from @payload (NULL: bytes of 0x5a), pad, then

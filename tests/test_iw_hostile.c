@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Hostile iwarp peers. A forked raw-TCP peer speaks just enough MPA (a request as siw sends
- * it) to be accepted, then misbehaves: garbage, a ULPDU shorter than its header, an unknown
+ * Hostile iwarp peers. A forked raw-TCP peer speaks just enough MPA (a request as a netdirect
+ * peer sends it) to be accepted, then misbehaves: garbage, a ULPDU shorter than its header, an unknown
  * opcode, a Write to a token that does not exist, a bad CRC (CRC negotiated), a frame cut
  * off by a close, or it stops reading. Each time our queue pair must flush its posted
  * receive (or time its requests out) within a bound, and where the fault is the peer's
@@ -102,7 +102,9 @@ static void hostile_peer(uint16_t port, enum scenario scen, int go_rd)
     size_t n = 0;
     char c;
 
-    t_iw_handshake(fd, scen == BAD_CRC);
+    /* Netdirect's extensions, so that our side's Writes wait for fences this peer may
+     * leave unanswered; the first frame it sends is the RTU our Accept waits for. */
+    t_iw_handshake_as(fd, scen == BAD_CRC, true);
     switch (scen) {
     case GARBAGE:
         memset(frame, 0xff, n = 64);

@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
  * As initiator, an MPA Reply is taken only if it picks what our Request offered: a scripted
- * raw-TCP responder answers with an RTR type we did not offer (Read), with both types, and
- * (our side asking for CRC) without the C bit. Each time our Connect must fail, not
- * connect; a Reply that picks a Write RTR, and one without P2P, connect.
+ * raw-TCP responder answers (ND_IWARP_P2P=1) with an RTR type we did not offer (Read), with
+ * both types, (our side asking for CRC) without the C bit, and (by default, no P2P asked)
+ * granting peer-to-peer mode. Each time our Connect must fail, not connect; a Reply that
+ * picks a Write RTR, and one without P2P, connect. By default the Request asks no P2P.
  */
 #include "t_iwpeer.h"
 
-enum reply_kind { RTR_READ, RTR_BOTH, NO_CRC, GOOD_P2P, GOOD_PLAIN, NKINDS };
-static const char *const names[] = { "rtr-read", "rtr-both", "no-crc", "p2p-write", "no-p2p" };
+enum reply_kind { RTR_READ, RTR_BOTH, NO_CRC, P2P_UNASKED, GOOD_P2P, GOOD_PLAIN, NKINDS };
+static const char *const names[] = { "rtr-read", "rtr-both", "no-crc", "p2p-unasked", "p2p-write", "no-p2p" };
+
+static bool asks_p2p(enum reply_kind kind)
+{
+    return kind == RTR_READ || kind == RTR_BOTH || kind == GOOD_P2P;
+}
 
 static void responder(int lfd, enum reply_kind kind, int done_rd)
 {
@@ -26,7 +32,11 @@ static void responder(int lfd, enum reply_kind kind, int done_rd)
     CHECK(mpa_parse(buf, total, false, &req) == (int)total);
     if (req.flags & MPA_FLAG_CRC)
         rep.flags |= MPA_FLAG_CRC;
-    if (req.enhanced && (req.ird_word & MPA_V2_P2P) && kind != GOOD_PLAIN) {
+    if (!!(req.ird_word & MPA_V2_P2P) != asks_p2p(kind)) {
+        fprintf(stderr, "%s: the Request %s peer-to-peer mode\n", names[kind], asks_p2p(kind) ? "lacks" : "asks for");
+        exit(1);
+    }
+    if (req.enhanced && ((req.ird_word & MPA_V2_P2P) || kind == P2P_UNASKED) && kind != GOOD_PLAIN) {
         rep.ird_word |= MPA_V2_P2P;
         rep.ord_word |= kind == RTR_READ ? MPA_V2_RTR_READ
                         : kind == RTR_BOTH ? MPA_V2_RTR_READ | MPA_V2_RTR_WRITE : MPA_V2_RTR_WRITE;
@@ -49,6 +59,7 @@ static void run(enum reply_kind kind)
     nd_status st;
 
     setenv("ND_IWARP_CRC", kind == NO_CRC ? "1" : "0", 1);
+    setenv("ND_IWARP_P2P", asks_p2p(kind) ? "1" : "0", 1);
     CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) == 0 && listen(lfd, 4) == 0);
     CHECK(getsockname(lfd, (struct sockaddr *)&sin, &len) == 0 && pipe(done) == 0);
     pid_t pid = fork();

@@ -738,6 +738,7 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
                                      uint32_t plen, nd_overlapped *ov)
 {
     struct nd_cm_msg rep;
+    struct nd_ovbatch b;
     nd_status st;
 
     if (!connector_valid(c))
@@ -749,12 +750,15 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
     if ((plen && !pdata) || !ov || nd_ov_is_pending(ov))
         return ND_INVALID_PARAMETER;
     pthread_mutex_lock(&c->lock);
+    nd_ovbatch_init(&b, c->ov.port);
     if (c->state != ND_CS_REQ_RECEIVED || qp->state != ND_QPS_IDLE) {
         st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_ABORTED : ND_CONNECTION_ACTIVE;
     } else if (c->aborted) {
         c->state = ND_CS_DISCONNECTED;
         st = ND_CONNECTION_ABORTED;
     } else {
+        bool waits = !c->wire->accept_waits_rtu || c->wire->accept_waits_rtu(&c->msg);
+
         c->ird = nd_clamp_u32(nd_clamp_u32(ird, nd_limits.max_inbound_read_limit), c->msg.ord);
         c->ord = nd_clamp_u32(nd_clamp_u32(ord, nd_limits.max_outbound_read_limit), c->msg.ird);
         st = c->wire->attach_at_rtu ? ND_SUCCESS : attach_qp(c, qp, false);
@@ -769,15 +773,23 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
         qp->region_peer = c->pid;
         if (st == ND_SUCCESS)
             st = c->wire->cm_send(c->sock, &rep, qp);
+        /* No RTU to come: the reply is out, the connection is up. */
+        if (st == ND_SUCCESS && !waits && c->wire->attach_at_rtu)
+            st = attach_qp(c, qp, false);
         if (st == ND_SUCCESS) {
             ring_peer(c, qp);
             nd_qp_ref(qp);
             c->qp = qp;
             c->have_msg = false;
-            c->state = ND_CS_ACCEPTING;
-            deadline_start(c);
             nd_ov_start(&c->ov, ov);
             ov->internal_reserved = ND_CR_ACCEPT;
+            if (waits) {
+                c->state = ND_CS_ACCEPTING;
+                deadline_start(c);
+            } else {
+                c->state = ND_CS_CONNECTED;
+                finish_kind(c, ND_CR_ACCEPT, ND_SUCCESS, &b);
+            }
             st = ND_PENDING;
         } else {
             c->state = ND_CS_DISCONNECTED;
@@ -785,6 +797,7 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
         }
     }
     pthread_mutex_unlock(&c->lock);
+    nd_port_deliver(&b);
     return st;
 }
 

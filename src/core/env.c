@@ -26,6 +26,13 @@ static const struct {
     [ND_KNOB_IW_FPDU_MAX] = { "ND_IWARP_FPDU_MAX", "32768",
                               "the largest iWARP FPDU we send, bytes (256-65544); TCP's current MSS, when "
                               "smaller, wins" },
+    [ND_KNOB_IW_P2P] = { "ND_IWARP_P2P", "0",
+                         "1: a Connect asks iWARP peers for RFC 6581 peer-to-peer mode (an RTR frame after the "
+                         "reply; the peer's Accept then waits for our CompleteConnect)" },
+    [ND_KNOB_IW_EXT] = { "ND_IWARP_EXT", "1",
+                         "1: offer netdirect peers netdirect's iWARP extensions (Sends and Writes confirmed by "
+                         "zero-length Reads, Accept waiting for CompleteConnect); 0: speak plain iWARP to every "
+                         "peer, as towards Linux siw or an RNIC" },
     [ND_KNOB_LOCK_BIAS] = { "ND_LOCK_BIAS", "1",
                             "0: queue pair, CQ and SRQ locks always take their mutex (1: a lock one thread "
                             "takes 128 times in a row lets that thread in without atomic instructions)" },

@@ -41,6 +41,9 @@ struct nd_transport_ops {
      * waits on a transport without it sleep at once. */
     void (*cm_ring)(struct nd_qp *qp);
     bool attach_at_rtu;             /* the passive side attaches when the RTU arrives, not at Accept */
+    /* Does an Accept of @req wait for the initiator's RTU (NULL: always)? When not, the
+     * passive side attaches right after its reply is out and the Accept completes then. */
+    bool (*accept_waits_rtu)(const struct nd_cm_msg *req);
     /* A dialled socket holds a TCP port of its own: a connector bound to port 0 takes that
      * one rather than reserving another. */
     bool dial_holds_port;

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * iwarp connection set-up: TCP, then the MPA request/reply of RFC 5044 with the RFC 6581
- * block (RFC 5044 §7, RFC 6581). We always send revision 2 with the block, offer
- * peer-to-peer with a zero-length Write as RTR (it doubles as ND's RTU), never markers,
- * and CRC only when asked (ND_IWARP_CRC) or when the peer asks. Frames are read with
- * MSG_PEEK and consumed exactly, so an FPDU right behind a Reply stays in the socket for
- * the data path (iwarp-wire.md §10.2).
+ * block. We send revision 2 with the block, never markers, CRC only when asked
+ * (ND_IWARP_CRC) or when the peer asks, and peer-to-peer mode (a Write RTR) only when
+ * ND_IWARP_P2P asks: siw as responder installs its RTR handler only after its Reply is
+ * out, and an RTR that comes before that is lost. Between two netdirect peers the
+ * Request offers, and the Reply agrees to, netdirect's extensions (MPA_FLAG_ND_OFFER /
+ * _AGREE): placement fences and an RTR frame that is ND's CompleteConnect. Frames are read
+ * with MSG_PEEK and consumed exactly, so an FPDU right behind a Reply stays in the socket
+ * for the data path.
  */
 #include "iwarp.h"
 #include "core/cm_int.h"
@@ -128,6 +131,16 @@ static bool want_crc(void)
     return !strcmp(nd_env(ND_KNOB_IW_CRC), "1");
 }
 
+static bool want_p2p(void)
+{
+    return !strcmp(nd_env(ND_KNOB_IW_P2P), "1");
+}
+
+static bool offer_extensions(void)
+{
+    return strcmp(nd_env(ND_KNOB_IW_EXT), "0") != 0;
+}
+
 static nd_status send_frame(int sock, const struct mpa_frame *f)
 {
     uint8_t buf[MPA_FRAME_HDR + MPA_MAX_PD_TX];
@@ -162,9 +175,9 @@ nd_status iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
 
     switch (m->type) {
     case ND_CM_REQ:
-        f.flags = want_crc() ? MPA_FLAG_CRC : 0;
-        f.ird_word = (uint16_t)((m->ird & MPA_V2_VALUE) | MPA_V2_P2P);
-        f.ord_word = (uint16_t)((m->ord & MPA_V2_VALUE) | MPA_V2_RTR_WRITE);
+        f.flags = (want_crc() ? MPA_FLAG_CRC : 0) | (offer_extensions() ? MPA_FLAG_ND_OFFER : 0);
+        f.ird_word = (uint16_t)((m->ird & MPA_V2_VALUE) | (want_p2p() ? MPA_V2_P2P : 0));
+        f.ord_word = (uint16_t)((m->ord & MPA_V2_VALUE) | (want_p2p() ? MPA_V2_RTR_WRITE : 0));
         return send_frame(sock, &f);
     case ND_CM_REP:
     case ND_CM_REJ:
@@ -179,16 +192,22 @@ nd_status iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
             f.flags |= MPA_FLAG_REJECT;
         else
             reply_block(m, &f);
+        if (m->type == ND_CM_REP && (o & IW_OPT_ND))
+            f.flags |= MPA_FLAG_ND_AGREE;
         return send_frame(sock, &f);
     default:
         return ND_SUCCESS;          /* RTU is the RTR frame iw_attach sends; DISC is the FIN */
     }
 }
 
+/* What a Request or Reply asks for. IW_OPT_ND: both sides use netdirect's extensions (a
+ * Request that offers them, to us who would; a Reply that agrees to our offer). */
 static uint32_t opts_of(const struct mpa_frame *f)
 {
     uint32_t o = 0;
 
+    if ((f->flags & (f->reply ? MPA_FLAG_ND_AGREE : MPA_FLAG_ND_OFFER)) && offer_extensions())
+        o |= IW_OPT_ND;
     if (f->flags & MPA_FLAG_CRC)
         o |= IW_OPT_CRC;
     if (f->rev == 1)
@@ -207,7 +226,7 @@ static uint32_t opts_of(const struct mpa_frame *f)
 
 /*
  * May an initiator take this Reply? Its RFC 6581 block may only pick what our Request
- * offered (peer-to-peer with a Write RTR), one RTR type when it echoes P2P; and when we
+ * offered (peer-to-peer, if we asked, with a Write RTR), one RTR type; and when we
  * asked for CRC, a Reply without it ends the Connect rather than leave us checking
  * trailers the peer does not fill (the Reply's C bit is final, iwarp-wire §2.3).
  */
@@ -217,6 +236,10 @@ static bool reply_acceptable(const struct mpa_frame *f)
         return true;
     if (want_crc() && !(f->flags & MPA_FLAG_CRC)) {
         nd_log(ND_LOG_INFO, ND_SUB_IWARP, "MPA reply without CRC, which we asked for");
+        return false;
+    }
+    if (f->enhanced && (f->ird_word & MPA_V2_P2P) && !want_p2p()) {
+        nd_log(ND_LOG_INFO, ND_SUB_IWARP, "MPA reply grants peer-to-peer mode, which we did not ask for");
         return false;
     }
     if (f->enhanced && (f->ird_word & MPA_V2_P2P) &&
@@ -287,6 +310,11 @@ nd_status iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect)
     return ND_SUCCESS;
 }
 
+bool iw_accept_waits_rtu(const struct nd_cm_msg *req)
+{
+    return (req->xport_opts & (IW_OPT_P2P | IW_OPT_ND)) != 0;
+}
+
 nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
                     bool active)
 {
@@ -309,6 +337,12 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     c->ird = ird;
     c->ord = ord;
     c->peer_ird = m->ird;
+    c->nd_peer = (m->xport_opts & IW_OPT_ND) != 0;
+    /* A responder whose initiator is not netdirect sends nothing until that initiator's
+     * first FPDU came, or IW_HOLD_FIRST_NS passed (hold_over): siw as initiator fails the
+     * connection when bytes sit behind the Reply it reads. */
+    c->hold_first = !active && !c->nd_peer && !(m->xport_opts & IW_OPT_P2P);
+    c->hold_until = nd_coarse_ns() + IW_HOLD_FIRST_NS;
     c->timeout_ns = (uint64_t)iw_timeout_ms() * 1000000;
     c->fpdu_cap = iw_fpdu_cap();
     c->fpdu_max = iw_path_fpdu_max(c->sock, c->fpdu_cap);
@@ -324,7 +358,7 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     }
     *sock = -1;                 /* ours now: the peer leaving reaches the connector by nd_qp_peer_left */
     nd_lock_acquire(&qp->lock);
-    if (active && (m->xport_opts & IW_OPT_P2P))
+    if (active && (m->xport_opts & (IW_OPT_P2P | IW_OPT_ND)))
         iw_send_rtr(c);
     iw_rx_pump(c);      /* anything that arrived with the Reply or the RTR */
     /* Pollers of the QP's CQs move its bytes themselves (busy-poll) and spare the engine. */

@@ -2,9 +2,11 @@
 /*
  * iwarp data path (RFC 5040, 5041, 5044). Initiator requests are framed into FPDUs
  * no larger than the path MSS and written with one sendmsg per batch; requests complete
- * in posting order: a Read when its response has been placed, a Send or Write when a later
- * Read Response proves the peer placed it (we add a zero-length Read, a "fence", behind
- * the last Send or Write of a batch), or with the error of a Terminate that names it. Inbound FPDUs are parsed as a stream and placed straight
+ * in posting order: a Read when its response has been placed; a Send or Write, towards a
+ * netdirect peer, when a later Read Response proves the peer placed it (we add a
+ * zero-length Read, a "fence", behind the last Send or Write of a batch), towards any
+ * other peer when TCP has acknowledged its last byte; or with the error of a Terminate
+ * that names it. Inbound FPDUs are parsed as a stream and placed straight
  * into registered memory after the token, range and rights checks; receive completions
  * go into the QP's own inbound ring, exactly where a same-host peer would write them.
  * Every function here runs with the QP lock held. The receive side is iw_rx.c.
@@ -19,6 +21,8 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -109,6 +113,36 @@ void iw_confirm(struct iw_conn *c, uint32_t upto)
         if (e->state == TXE_WAIT_ACK && e->wr.index == c->ack_next)
             iw_txe_done(c, e, ND_SUCCESS);
     }
+}
+
+/*
+ * Sends and Writes towards a peer without fences complete once TCP has acknowledged their
+ * last byte: the peer's host has them (SIOCOUTQ counts the bytes not yet acknowledged).
+ * Requests went out in order, so the acknowledged ones are a prefix of those sent.
+ */
+void iw_check_acked(struct iw_conn *c)
+{
+    int unacked = 0;
+    uint64_t acked;
+
+    if (!c->ack_wait || c->sock < 0 || ioctl(c->sock, SIOCOUTQ, &unacked) < 0 || unacked < 0)
+        return;
+    acked = c->tx_seq - (uint64_t)unacked;
+    c->ack_wait = false;
+    for (uint32_t i = c->comp_next; i != c->tx_next; i++) {
+        struct iw_txe *e = txe_at(c, i);
+
+        if (e->state == TXE_QUEUED)
+            break;                  /* not wholly sent: neither is anything after it */
+        if (e->state != TXE_WAIT_ACK)
+            continue;
+        if (e->end_seq > acked) {
+            c->ack_wait = true;
+            break;
+        }
+        iw_txe_done(c, e, ND_SUCCESS);
+    }
+    iw_complete_in_order(c);
 }
 
 /* ---- failure ---- */
@@ -560,7 +594,7 @@ static void frame_all(struct iw_conn *c)
             frame_request(c, txe_at(c, (uint32_t)c->cur_txe));
         else if (c->irq_count)
             start_read_response(c);
-        else if (!start_next(c) && !(c->unfenced && frame_fence(c)))
+        else if (!start_next(c) && !(c->unfenced && c->nd_peer && frame_fence(c)))
             break;
     }
 }
@@ -571,6 +605,29 @@ static void fpdu_sent(struct iw_conn *c, struct iw_txf *f)
         struct iw_txe *e = txe_at(c, (uint32_t)f->ends_txe);
 
         e->state = e->wr.type == ND_REQUEST_TYPE_READ ? TXE_WAIT_READ : TXE_WAIT_ACK;
+        if (e->state == TXE_WAIT_ACK && !c->nd_peer) {
+            e->end_seq = c->tx_seq;
+            c->ack_wait = true;
+        }
+    }
+}
+
+/* A responder holding its first FPDU (hold_first): may it send now? */
+static bool hold_over(struct iw_conn *c)
+{
+    if ((int64_t)(nd_coarse_ns() - c->hold_until) < 0)
+        return false;
+    c->hold_first = false;
+    return true;
+}
+
+/* What only time moves on (TCP's acknowledgements, the end of a hold) needs the engine
+ * when no application thread polls: ask it to sweep until then. */
+static void engine_watch(struct iw_conn *c)
+{
+    if ((c->ack_wait || c->hold_first) && !c->engine_asked && !c->dead) {
+        c->engine_asked = true;
+        iw_engine_kick(c);
     }
 }
 
@@ -626,7 +683,7 @@ void iw_tx_pump(struct iw_conn *c)
 
         frame_all(c);
         iw_complete_in_order(c);
-        if (!c->txf_count || c->dead)
+        if (!c->txf_count || c->dead || (c->hold_first && !hold_over(c)))
             break;
         struct msghdr mh = { .msg_iov = iov, .msg_iovlen = gather(c, iov, 256) };
         /* One piece (every small batch, see gather) goes with send: the kernel then has
@@ -655,6 +712,7 @@ void iw_tx_pump(struct iw_conn *c)
 
             f->done += take;
             w -= take;
+            c->tx_seq += take;
             if (f->done == f->total) {
                 free(f->bounce);
                 f->bounce = NULL;
@@ -666,6 +724,7 @@ void iw_tx_pump(struct iw_conn *c)
             }
         }
     }
+    iw_check_acked(c);
     iw_complete_in_order(c);
     if (!c->dead) {
         __atomic_store_n(&c->want_out, false, __ATOMIC_RELAXED);
@@ -720,6 +779,7 @@ void iw_post(struct nd_qp *qp, const struct nd_wr *wr)
         return;
     }
     iw_tx_pump(c);
+    engine_watch(c);
 }
 
 void iw_recv_posted(struct nd_qp *qp)
@@ -765,7 +825,7 @@ bool iw_progress(struct nd_qp *qp)
         c->app_rx = true;
         iw_rx_pump(c);
         c->app_rx = false;
-        if (!c->dead && (c->want_out || (c->owed_since && owed_too_long(c))))
+        if (!c->dead && (c->want_out || (c->owed_since && owed_too_long(c)) || c->txf_count))
             iw_tx_pump(c);
     }
     nd_lock_release(&qp->lock);
@@ -799,6 +859,10 @@ void iw_idle(struct nd_qp *qp)
     if (nd_lock_try(&qp->lock) == 0) {
         if (qp->conn == c && !c->dead && c->owed_since)
             iw_tx_pump(c);
+        if (qp->conn == c) {
+            c->engine_asked = false;    /* the poller no longer watches: the engine does */
+            engine_watch(c);
+        }
         nd_lock_release(&qp->lock);
     } else {
         iw_engine_kick(c);
@@ -867,6 +931,9 @@ void iw_shutdown(struct nd_qp *qp, nd_status why)
      * peer's last Sends would flush instead of completing. */
     if (!c->dead && c->owed_since)
         iw_tx_pump(c);
+    /* What the peer acknowledged before the end was delivered (a peer that closes right
+     * after receiving everything): it completes, it is not flushed. */
+    iw_check_acked(c);
     c->dead = true;
     if (c->sock >= 0)
         shutdown(c->sock, SHUT_RDWR);
@@ -905,6 +972,7 @@ const struct nd_transport_ops iwarp_transport = {
     .cm_recv = iw_cm_recv,
     .attach = iw_attach,
     .attach_at_rtu = true,
+    .accept_waits_rtu = iw_accept_waits_rtu,
     .dial_holds_port = true,
     .attach_takes_socket = true,
     .post = iw_post,

@@ -199,16 +199,20 @@ static bool serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
     if (qp->conn == c && !c->dead) {
         if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
             iw_rx_pump(c);
-        if (!c->dead && (c->want_out || c->owed_since || (events & EPOLLOUT)))
+        if (!c->dead && (c->want_out || c->owed_since || c->hold_first || c->txf_count || (events & EPOLLOUT)))
             iw_tx_pump(c);
     }
-    stalled = qp->conn == c && !c->dead && c->stalled_since;
+    /* Waits that only time ends: a receive, TCP's acknowledgements, a responder's hold. */
+    stalled = qp->conn == c && !c->dead && (c->stalled_since || c->ack_wait || c->hold_first);
+    if (qp->conn == c && !stalled)
+        c->engine_asked = false;
     nd_lock_release(&qp->lock);
     nd_qp_unref(qp);
     return stalled;
 }
 
-/* Everything that may have work without a socket event: stalled receives. */
+/* Everything that may have work without a socket event: stalled receives, Sends and
+ * Writes waiting for TCP's acknowledgement, held first FPDUs. */
 static bool sweep(struct iw_engine *e)
 {
     bool stalled = false;

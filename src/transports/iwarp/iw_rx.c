@@ -302,6 +302,7 @@ static enum hdr_verdict on_header(struct iw_conn *c)
     const struct iw_hdr *h = &c->rh;
     uint32_t plen = h->ulpdu_len - h->hdr_len;
 
+    c->hold_first = false;          /* the initiator has read our Reply: we may send */
     if (h->ddp_version != IW_DDP_VERSION)
         return iw_terminate(c, IW_LAYER_DDP, h->tagged ? IW_DDP_ET_TAGGED : IW_DDP_ET_UNTAGGED,
                          h->tagged ? 0x04 : 0x06, ND_CANCELED);
@@ -543,6 +544,8 @@ void iw_rx_pump(struct iw_conn *c)
     bool got = false, partial;
 
     rx_pump(c, &got);
+    iw_check_acked(c);
+
     partial = !c->dead && (c->rx_state != RX_HDR || c->rx_lo < c->rx_hi);
     if (!partial)
         __atomic_store_n(&c->rx_partial_since, 0, __ATOMIC_RELAXED);

@@ -39,6 +39,11 @@ uint32_t iw_timeout_ms(void);
 #define IW_OPT_RTR_READ 0x8u
 #define IW_OPT_ENHANCED 0x10u       /* the request carried the RFC 6581 block */
 #define IW_OPT_REV1 0x20u           /* the request was MPA revision 1 */
+#define IW_OPT_ND 0x40u             /* both sides are netdirect: its extensions are in use */
+
+/* A responder whose initiator is not netdirect holds its first FPDU this long at most for
+ * the initiator's first one (see iw_attach). */
+#define IW_HOLD_FIRST_NS (20ull * 1000000)
 
 struct iw_engine;
 
@@ -49,6 +54,7 @@ struct iw_txe {
     uint64_t framed;                /* payload bytes framed so far */
     uint64_t got;                   /* Read: response bytes placed */
     uint64_t sink_to;               /* Read: where the response starts (the first buffer) */
+    uint64_t end_seq;               /* Send or Write: the stream offset just past its last byte */
     uint32_t msn;
     uint32_t checked_gen;           /* the token table's generation its buffers were checked at */
     uint8_t state;                  /* enum iw_txe_state */
@@ -94,6 +100,18 @@ struct iw_conn {
     uint32_t slot;                  /* in the engine's table */
     int sock;
     bool crc, dead, completing;
+    /*
+     * Towards a netdirect peer (nd_peer) a Send or Write completes when a later Read
+     * Response proves it placed (a zero-length Read, a fence, follows the last of a batch).
+     * Towards any other peer no fence is sent: it completes once TCP has acknowledged its
+     * last byte (tx_seq, SIOCOUTQ), as on an iWARP RNIC.
+     */
+    bool nd_peer;
+    bool ack_wait;                  /* requests wait for TCP's acknowledgement */
+    bool engine_asked;              /* the engine was kicked to watch ack_wait or hold_first */
+    bool hold_first;                /* responder: nothing goes out yet (iw_attach) */
+    uint64_t hold_until;            /* coarse clock */
+    uint64_t tx_seq;                /* bytes handed to the socket */
     bool want_out;                  /* the socket refused bytes we have framed (atomic) */
     bool out_watch;                 /* we asked the engine to watch for send room */
     bool app_rx;                    /* an application thread is pumping (iw_progress) */
@@ -170,6 +188,7 @@ int iw_cm_accept(int listen_fd, pid_t *pid);
 int iw_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t *pid);
 nd_status iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp);
 nd_status iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect);
+bool iw_accept_waits_rtu(const struct nd_cm_msg *req);
 nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
                     bool active);
 
@@ -207,6 +226,8 @@ void iw_idle(struct nd_qp *qp);
 void iw_shutdown(struct nd_qp *qp, nd_status why);
 /* From the engine: fail @c with ND_IO_TIMEOUT if its oldest Read is overdue (QP lock held). */
 void iw_check_overdue(struct iw_conn *c);
+/* Complete the Sends and Writes TCP has acknowledged (peers without fences). */
+void iw_check_acked(struct iw_conn *c);
 void iw_destroy(struct nd_qp *qp);
 void iw_mem_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len);
 /* Request @e cannot go on: its buffers were deregistered under it. It fails as a local

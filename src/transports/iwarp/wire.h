@@ -29,6 +29,11 @@ const char *iw_crc32c_impl(void);
 #define MPA_FLAG_CRC 0x40u
 #define MPA_FLAG_REJECT 0x20u
 #define MPA_FLAG_ENHANCED 0x10u     /* RFC 6581: the private data starts with the IRD/ORD block */
+/* Two of RFC 5044's reserved bits, used between netdirect peers only: a Request offers
+ * netdirect's extensions, a Reply agrees. Two bits, because siw builds its Reply from the
+ * Request's header and so echoes whatever reserved bit the Request had set. */
+#define MPA_FLAG_ND_OFFER 0x01u
+#define MPA_FLAG_ND_AGREE 0x02u
 #define MPA_MAX_PD_RX 512u          /* RFC 5044 limit: what we accept */
 #define MPA_MAX_PD_TX 256u          /* siw's limit, block included: what we send */
 #define MPA_V2_P2P 0x8000u          /* IRD word */
