@@ -5,8 +5,8 @@
  * in posting order: a Read when its response has been placed; a Send or Write, towards a
  * netdirect peer, when a later Read Response proves the peer placed it (we add a
  * zero-length Read, a "fence", behind the last Send or Write of a batch), towards any
- * other peer when TCP has acknowledged its last byte; or with the error of a Terminate
- * that names it. Inbound FPDUs are parsed as a stream and placed straight
+ * other peer when the socket has taken its last byte (as siw does); or with the error of
+ * a Terminate that names it. Inbound FPDUs are parsed as a stream and placed straight
  * into registered memory after the token, range and rights checks; receive completions
  * go into the QP's own inbound ring, exactly where a same-host peer would write them.
  * Every function here runs with the QP lock held. The receive side is iw_rx.c.
@@ -21,8 +21,6 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -113,36 +111,6 @@ void iw_confirm(struct iw_conn *c, uint32_t upto)
         if (e->state == TXE_WAIT_ACK && e->wr.index == c->ack_next)
             iw_txe_done(c, e, ND_SUCCESS);
     }
-}
-
-/*
- * Sends and Writes towards a peer without fences complete once TCP has acknowledged their
- * last byte: the peer's host has them (SIOCOUTQ counts the bytes not yet acknowledged).
- * Requests went out in order, so the acknowledged ones are a prefix of those sent.
- */
-void iw_check_acked(struct iw_conn *c)
-{
-    int unacked = 0;
-    uint64_t acked;
-
-    if (!c->ack_wait || c->sock < 0 || ioctl(c->sock, SIOCOUTQ, &unacked) < 0 || unacked < 0)
-        return;
-    acked = c->tx_seq - (uint64_t)unacked;
-    c->ack_wait = false;
-    for (uint32_t i = c->comp_next; i != c->tx_next; i++) {
-        struct iw_txe *e = txe_at(c, i);
-
-        if (e->state == TXE_QUEUED)
-            break;                  /* not wholly sent: neither is anything after it */
-        if (e->state != TXE_WAIT_ACK)
-            continue;
-        if (e->end_seq > acked) {
-            c->ack_wait = true;
-            break;
-        }
-        iw_txe_done(c, e, ND_SUCCESS);
-    }
-    iw_complete_in_order(c);
 }
 
 /* ---- failure ---- */
@@ -605,10 +573,9 @@ static void fpdu_sent(struct iw_conn *c, struct iw_txf *f)
         struct iw_txe *e = txe_at(c, (uint32_t)f->ends_txe);
 
         e->state = e->wr.type == ND_REQUEST_TYPE_READ ? TXE_WAIT_READ : TXE_WAIT_ACK;
-        if (e->state == TXE_WAIT_ACK && !c->nd_peer) {
-            e->end_seq = c->tx_seq;
-            c->ack_wait = true;
-        }
+        /* Towards a peer without fences, the socket taking its last byte completes it. */
+        if (e->state == TXE_WAIT_ACK && !c->nd_peer)
+            iw_txe_done(c, e, ND_SUCCESS);
     }
 }
 
@@ -621,11 +588,11 @@ static bool hold_over(struct iw_conn *c)
     return true;
 }
 
-/* What only time moves on (TCP's acknowledgements, the end of a hold) needs the engine
- * when no application thread polls: ask it to sweep until then. */
+/* The end of a hold only time brings: when no application thread polls, the engine
+ * sweeps until then. */
 static void engine_watch(struct iw_conn *c)
 {
-    if ((c->ack_wait || c->hold_first) && !c->engine_asked && !c->dead) {
+    if (c->hold_first && !c->engine_asked && !c->dead) {
         c->engine_asked = true;
         iw_engine_kick(c);
     }
@@ -712,7 +679,6 @@ void iw_tx_pump(struct iw_conn *c)
 
             f->done += take;
             w -= take;
-            c->tx_seq += take;
             if (f->done == f->total) {
                 free(f->bounce);
                 f->bounce = NULL;
@@ -724,7 +690,6 @@ void iw_tx_pump(struct iw_conn *c)
             }
         }
     }
-    iw_check_acked(c);
     iw_complete_in_order(c);
     if (!c->dead) {
         __atomic_store_n(&c->want_out, false, __ATOMIC_RELAXED);
@@ -931,9 +896,6 @@ void iw_shutdown(struct nd_qp *qp, nd_status why)
      * peer's last Sends would flush instead of completing. */
     if (!c->dead && c->owed_since)
         iw_tx_pump(c);
-    /* What the peer acknowledged before the end was delivered (a peer that closes right
-     * after receiving everything): it completes, it is not flushed. */
-    iw_check_acked(c);
     c->dead = true;
     if (c->sock >= 0)
         shutdown(c->sock, SHUT_RDWR);

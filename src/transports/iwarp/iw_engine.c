@@ -202,8 +202,8 @@ static bool serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
         if (!c->dead && (c->want_out || c->owed_since || c->hold_first || c->txf_count || (events & EPOLLOUT)))
             iw_tx_pump(c);
     }
-    /* Waits that only time ends: a receive, TCP's acknowledgements, a responder's hold. */
-    stalled = qp->conn == c && !c->dead && (c->stalled_since || c->ack_wait || c->hold_first);
+    /* Waits that only time ends: a receive, a responder's hold. */
+    stalled = qp->conn == c && !c->dead && (c->stalled_since || c->hold_first);
     if (qp->conn == c && !stalled)
         c->engine_asked = false;
     nd_lock_release(&qp->lock);
@@ -211,8 +211,8 @@ static bool serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
     return stalled;
 }
 
-/* Everything that may have work without a socket event: stalled receives, Sends and
- * Writes waiting for TCP's acknowledgement, held first FPDUs. */
+/* Everything that may have work without a socket event: stalled receives, held first
+ * FPDUs. */
 static bool sweep(struct iw_engine *e)
 {
     bool stalled = false;

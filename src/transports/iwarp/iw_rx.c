@@ -544,7 +544,6 @@ void iw_rx_pump(struct iw_conn *c)
     bool got = false, partial;
 
     rx_pump(c, &got);
-    iw_check_acked(c);
 
     partial = !c->dead && (c->rx_state != RX_HDR || c->rx_lo < c->rx_hi);
     if (!partial)

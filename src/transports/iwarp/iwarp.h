@@ -54,7 +54,6 @@ struct iw_txe {
     uint64_t framed;                /* payload bytes framed so far */
     uint64_t got;                   /* Read: response bytes placed */
     uint64_t sink_to;               /* Read: where the response starts (the first buffer) */
-    uint64_t end_seq;               /* Send or Write: the stream offset just past its last byte */
     uint32_t msn;
     uint32_t checked_gen;           /* the token table's generation its buffers were checked at */
     uint8_t state;                  /* enum iw_txe_state */
@@ -103,15 +102,13 @@ struct iw_conn {
     /*
      * Towards a netdirect peer (nd_peer) a Send or Write completes when a later Read
      * Response proves it placed (a zero-length Read, a fence, follows the last of a batch).
-     * Towards any other peer no fence is sent: it completes once TCP has acknowledged its
-     * last byte (tx_seq, SIOCOUTQ), as on an iWARP RNIC.
+     * Towards any other peer no fence is sent: it completes once the socket has taken its
+     * last byte, as siw's do (docs/design-iwarp.md, "Completion of Sends and Writes").
      */
     bool nd_peer;
-    bool ack_wait;                  /* requests wait for TCP's acknowledgement */
-    bool engine_asked;              /* the engine was kicked to watch ack_wait or hold_first */
+    bool engine_asked;              /* the engine was kicked to watch hold_first */
     bool hold_first;                /* responder: nothing goes out yet (iw_attach) */
     uint64_t hold_until;            /* coarse clock */
-    uint64_t tx_seq;                /* bytes handed to the socket */
     bool want_out;                  /* the socket refused bytes we have framed (atomic) */
     bool out_watch;                 /* we asked the engine to watch for send room */
     bool app_rx;                    /* an application thread is pumping (iw_progress) */
@@ -226,8 +223,6 @@ void iw_idle(struct nd_qp *qp);
 void iw_shutdown(struct nd_qp *qp, nd_status why);
 /* From the engine: fail @c with ND_IO_TIMEOUT if its oldest Read is overdue (QP lock held). */
 void iw_check_overdue(struct iw_conn *c);
-/* Complete the Sends and Writes TCP has acknowledged (peers without fences). */
-void iw_check_acked(struct iw_conn *c);
 void iw_destroy(struct nd_qp *qp);
 void iw_mem_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len);
 /* Request @e cannot go on: its buffers were deregistered under it. It fails as a local
