@@ -13,6 +13,9 @@
  *   ird-zero        responder advertising IRD 0: a Read Request of any length is an error.
  *   close-after-all siw responder (ucmatose server): answers zero-length Reads, but closes
  *                   as soon as it has received every Send, reading nothing after the last.
+ *   late-handler    siw responder (rping server): sends nothing first, and installs its
+ *                   receive handler only after its Reply is out; bytes that arrive in
+ *                   between are never read. Here: anything within 10 ms of the Reply.
  * Each time our 16 Sends must complete ND_SUCCESS (delivered Sends never become errors),
  * and the peer must see no zero-length Read and no P2P request.
  */
@@ -20,8 +23,10 @@
 
 #include <errno.h>
 
-enum scenario { SERVER_FIRST, P2P_RTR, STALE_READ, IRD_ZERO, CLOSE_AFTER_ALL, NCASES };
-static const char *const names[] = { "server-first", "p2p-rtr", "stale-read", "ird-zero", "close-after-all" };
+enum scenario { SERVER_FIRST, P2P_RTR, STALE_READ, IRD_ZERO, CLOSE_AFTER_ALL, LATE_HANDLER, NCASES };
+static const char *const names[] = { "server-first", "p2p-rtr", "stale-read", "ird-zero", "close-after-all",
+                                     "late-handler" };
+#define HANDLER_LATE_MS 10
 
 #define NSENDS 16
 #define MSG 64
@@ -133,8 +138,18 @@ static void siw_responder(int lfd, enum scenario scen)
             exit(1);                /* the RTR came before siw's handler was in place: it never starts */
         n = 0;                      /* the RTR came late enough: siw starts */
     }
-    n += send_fpdu(out + n, 1);     /* a siw responder sends right behind its Reply */
+    if (scen != LATE_HANDLER)
+        n += send_fpdu(out + n, 1); /* a siw responder sends right behind its Reply */
     CHECK(write(fd, out, n) == (ssize_t)n);
+    if (scen == LATE_HANDLER) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+        if (poll(&pfd, 1, HANDLER_LATE_MS) != 0) {
+            fprintf(stderr, "late-handler: bytes within %d ms of the Reply: siw never reads them\n",
+                    HANDLER_LATE_MS);
+            exit(1);
+        }
+    }
     while (sends < NSENDS) {
         if (!next_fpdu(&r, &h, &used)) {
             if (scen == STALE_READ || scen == IRD_ZERO)
@@ -157,6 +172,10 @@ static void siw_responder(int lfd, enum scenario scen)
         } else if (!h.tagged && h.opcode == IW_OP_SEND) {
             sends++;
         }
+    }
+    if (scen == LATE_HANDLER) {
+        n = send_fpdu(out, 1);
+        CHECK(write(fd, out, n) == (ssize_t)n);
     }
     if (scen != CLOSE_AFTER_ALL) {
         /* Read on until our side closes: anything after the Sends would be an error. */

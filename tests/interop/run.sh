@@ -8,18 +8,23 @@
 # device in a namespace the VM harness makes (10.77.0.0/24). One line per scenario, then
 # "N passed, N failed". Not part of CI (emulated, minutes); exit 77 where the VM cannot be had.
 #
-#   tests/interop/run.sh [--runs N] [--mode fwd|tap|both]
+#   tests/interop/run.sh [--runs N] [--mode fwd|tap|both] [--only TEXT] [--debug]
+#   (--only: the scenarios whose label holds TEXT; --debug: siw's debug log in the VM's serial log)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SIWVM=${SIWVM_DIR:-$ROOT/../shared/siw-vm}
 BUILD=${BUILD_DIR:-$ROOT/build-interop}
 RUNS=1
 MODES="fwd tap"
+ONLY=
+DEBUG=()
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) RUNS=$2; shift 2 ;;
     --mode) MODES=$2; [ "$MODES" = both ] && MODES="fwd tap"; shift 2 ;;
-    *) echo "usage: $0 [--runs N] [--mode fwd|tap|both]" >&2; exit 2 ;;
+    --only) ONLY=$2; shift 2 ;;
+    --debug) DEBUG=(--debug); shift ;;
+    *) echo "usage: $0 [--runs N] [--mode fwd|tap|both] [--only TEXT] [--debug]" >&2; exit 2 ;;
   esac
 done
 
@@ -59,13 +64,13 @@ for mode in $MODES; do
     boot=(--tap -- "$(agent 10.77.0.1 7300)")
     prefix=(ip netns exec "siwvm-$name")
   fi
-  if ! "$SIWVM/run.sh" -n "$name" --keep --no-info "${boot[@]}" >"$LOGDIR/boot-$mode.log" 2>&1; then
+  if ! "$SIWVM/run.sh" -n "$name" --keep --no-info ${DEBUG[@]+"${DEBUG[@]}"} "${boot[@]}" >"$LOGDIR/boot-$mode.log" 2>&1; then
     echo "FAIL $mode: the VM did not boot ($LOGDIR/boot-$mode.log)"
     failed=$((failed + 1))
     continue
   fi
   "${prefix[@]}" python3 "$ROOT/tests/interop/siw_interop.py" --mode "$mode" --bindir "$BUILD/tools" \
-    --logdir "$LOGDIR" --runs "$RUNS" | tee "$LOGDIR/$mode.out"
+    --logdir "$LOGDIR" --runs "$RUNS" --only "$ONLY" | tee "$LOGDIR/$mode.out"
   p=$(tail -1 "$LOGDIR/$mode.out" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p')
   if [ -z "$p" ]; then
     echo "FAIL $mode: the driver ended early"

@@ -85,6 +85,7 @@ def nd_env(crc):
     env = dict(os.environ)
     env["ND_TRANSPORT"] = "iwarp"
     env["ND_IWARP_CRC"] = "1" if crc else "0"
+    env.setdefault("ND_LOG", "iwarp:debug,cm:debug")
     return env
 
 
@@ -179,6 +180,8 @@ class Matrix:
     def run(self):
         for n in range(self.args.runs):
             for name, crc, fn in self.scenarios():
+                if self.args.only and self.args.only not in f"crc={int(crc)} {name}":
+                    continue
                 logpath = os.path.join(self.args.logdir, "last-nd.log")
                 t0 = time.monotonic()
                 with open(logpath, "w") as log:
@@ -195,7 +198,17 @@ class Matrix:
                     self.failed += 1
                     with open(logpath) as f:
                         nd_out = f.read().strip().splitlines()
-                    for line in (lines[-8:] + ["-- nd:"] + nd_out[-8:]):
+                    keep = os.path.join(self.args.logdir, f"fail-{self.failed}.log")
+                    try:
+                        dmesg = self.agent.start("dmesg | tail -60")
+                        dmesg.finish()
+                        vm_log = dmesg.lines
+                    except (OSError, EOFError):
+                        vm_log = ["(no dmesg)"]
+                    with open(keep, "w") as f:
+                        f.write("\n".join([label, "-- vm job:"] + lines + ["-- nd:"] + nd_out +
+                                          ["-- vm dmesg:"] + vm_log) + "\n")
+                    for line in (lines[-6:] + ["-- nd:"] + nd_out[-6:] + [f"(all in {keep})"]):
                         print(f"     | {line}", flush=True)
         self.agent.quit()
         print(f"{self.passed} passed, {self.failed} failed", flush=True)
@@ -208,6 +221,7 @@ def main():
     p.add_argument("--bindir", required=True)
     p.add_argument("--logdir", required=True)
     p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--only", default="", help="run the scenarios whose label contains this")
     a = p.parse_args()
     if a.mode == "fwd":
         # slirp: host 127.0.0.1:17174/17471 -> guest; guest 10.0.2.100:P -> host 127.0.0.1:1P

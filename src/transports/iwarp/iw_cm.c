@@ -338,10 +338,14 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     c->ord = ord;
     c->peer_ird = m->ird;
     c->nd_peer = (m->xport_opts & IW_OPT_ND) != 0;
-    /* A responder whose initiator is not netdirect sends nothing until that initiator's
-     * first FPDU came, or IW_HOLD_FIRST_NS passed (hold_over): siw as initiator fails the
-     * connection when bytes sit behind the Reply it reads. */
-    c->hold_first = !active && !c->nd_peer && !(m->xport_opts & IW_OPT_P2P);
+    /*
+     * Towards a peer that is not netdirect nothing goes out until its first FPDU came, or
+     * IW_HOLD_FIRST_NS passed (hold_over). siw as initiator fails the connection when bytes
+     * sit behind the Reply it reads; siw as responder installs its receive handler only
+     * after its Reply is out, and the wake-up of bytes that come in between is lost (they
+     * sit unread until more arrive: a ping waits for ever).
+     */
+    c->hold_first = !c->nd_peer && !(m->xport_opts & IW_OPT_P2P);
     c->hold_until = nd_coarse_ns() + IW_HOLD_FIRST_NS;
     c->timeout_ns = (uint64_t)iw_timeout_ms() * 1000000;
     c->fpdu_cap = iw_fpdu_cap();

@@ -302,7 +302,7 @@ static enum hdr_verdict on_header(struct iw_conn *c)
     const struct iw_hdr *h = &c->rh;
     uint32_t plen = h->ulpdu_len - h->hdr_len;
 
-    c->hold_first = false;          /* the initiator has read our Reply: we may send */
+    c->hold_first = false;          /* the peer has read our Reply, or is ready: we may send */
     if (h->ddp_version != IW_DDP_VERSION)
         return iw_terminate(c, IW_LAYER_DDP, h->tagged ? IW_DDP_ET_TAGGED : IW_DDP_ET_UNTAGGED,
                          h->tagged ? 0x04 : 0x06, ND_CANCELED);

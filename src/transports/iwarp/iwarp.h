@@ -41,8 +41,8 @@ uint32_t iw_timeout_ms(void);
 #define IW_OPT_REV1 0x20u           /* the request was MPA revision 1 */
 #define IW_OPT_ND 0x40u             /* both sides are netdirect: its extensions are in use */
 
-/* A responder whose initiator is not netdirect holds its first FPDU this long at most for
- * the initiator's first one (see iw_attach). */
+/* Towards a peer that is not netdirect, the first FPDU waits this long at most for the
+ * peer's first one (see iw_attach). */
 #define IW_HOLD_FIRST_NS (20ull * 1000000)
 
 struct iw_engine;
@@ -107,7 +107,7 @@ struct iw_conn {
      */
     bool nd_peer;
     bool engine_asked;              /* the engine was kicked to watch hold_first */
-    bool hold_first;                /* responder: nothing goes out yet (iw_attach) */
+    bool hold_first;                /* nothing goes out yet (iw_attach) */
     uint64_t hold_until;            /* coarse clock */
     bool want_out;                  /* the socket refused bytes we have framed (atomic) */
     bool out_watch;                 /* we asked the engine to watch for send room */
