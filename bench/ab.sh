@@ -3,7 +3,7 @@
 # A against B: the same netdirect tools run against two builds (say, before and after a
 # change), rounds interleaved so that the host's drift (CPU placement) hits both alike.
 # Prints, per case, the median of each build over $RUNS rounds and B/A; lower is better
-# for latency (us), higher for bandwidth (MB/s). Writes nothing else.
+# for latency (us), higher for bandwidth (MB/s) and rates. Writes nothing else.
 # Usage: bench/ab.sh BUILD_A BUILD_B      (each a build directory with tools/ built)
 set -u
 cd "$(dirname "$0")/.."
@@ -25,15 +25,23 @@ bw 1 MiB write|shm|nd_rping|bytes_per_sec|-w -p -S 1048576
 lat 8 B send, polling|iwarp|nd_pingpong|latency_us|-p -S 8
 lat 64 B write, polling|iwarp|nd_rpingpong|latency_us|-S 64
 bw 1 MiB send|iwarp|nd_ping|bytes_per_sec|-p -S 1048576
-bw 1 MiB write|iwarp|nd_rping|bytes_per_sec|-w -p -S 1048576'
+bw 1 MiB write|iwarp|nd_rping|bytes_per_sec|-w -p -S 1048576
+rate connections/s|iwarp|nd_conn|per_second|-d 2'
 
 one() {  # <build> <transport> <tool> <field> <args...>
     b=$1 tr=$2 tool=$3 f=$4
     shift 4
     next_port
     ND_TRANSPORT=$tr "$b/tools/$tool" -s "127.0.0.1:$port" 2> /dev/null &
-    ND_TRANSPORT=$tr "$b/tools/$tool" -c "127.0.0.1:$port" "$@" -i "$ITERS" --json 2> /dev/null | tail -1 | field "$f"
-    wait
+    server=$!
+    if [ "$tool" = nd_conn ]; then     # timed by its -d; its server runs until stopped
+        ND_TRANSPORT=$tr "$b/tools/$tool" -c "127.0.0.1:$port" "$@" --json 2> /dev/null | tail -1 | field "$f"
+        kill "$server"
+    else
+        ND_TRANSPORT=$tr "$b/tools/$tool" -c "127.0.0.1:$port" "$@" -i "$ITERS" --json 2> /dev/null | tail -1 |
+            field "$f"
+    fi
+    wait "$server" 2> /dev/null
 }
 
 echo "$cases" > "$tmp/cases"

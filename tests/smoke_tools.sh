@@ -72,6 +72,24 @@ SERVER_ARGS=-a pair shm $((base + n)) nd_rping "^\\{\"op\":\"write\",\"size\":10
 SERVER_ARGS=-a pair shm $((base + n + 1)) nd_ping "^\\{\"op\":\"send\",\"size\":65536,\"iterations\":200,\"depth\":16,$bw" \
     -S 65536 -i 200 -a
 
+# rping's and ucmatose's exchanges between two of ours, over shm, iwarp and iwarp in plain
+# mode (as towards siw: no fences, Accept at the Reply, first FPDUs held).
+n=$((n + 2))
+for mode in shm:1 iwarp:1 iwarp:0; do
+    tr=${mode%:*} ext=${mode#*:}
+    ND_IWARP_EXT=$ext ND_TRANSPORT=$tr "$tools/nd_rping_compat" -s "127.0.0.1:$((base + n))" >/dev/null 2>&1 &
+    out=$(ND_IWARP_EXT=$ext ND_TRANSPORT=$tr "$tools/nd_rping_compat" -c "127.0.0.1:$((base + n))" -C 50 -S 65535 -V) ||
+        fail "nd_rping_compat ($mode) failed: $out"
+    wait $! || fail "nd_rping_compat server ($mode) failed"
+    [ "$out" = "client: 50 pings of 65535 bytes, validated" ] || fail "nd_rping_compat ($mode) output: $out"
+    ND_IWARP_EXT=$ext ND_TRANSPORT=$tr "$tools/nd_cmatose" -s "127.0.0.1:$((base + n + 1))" -S 1048576 >/dev/null 2>&1 &
+    out=$(ND_IWARP_EXT=$ext ND_TRANSPORT=$tr "$tools/nd_cmatose" -c "127.0.0.1:$((base + n + 1))" -S 1048576) ||
+        fail "nd_cmatose ($mode) failed: $out"
+    wait $! || fail "nd_cmatose server ($mode) failed"
+    [ "$out" = "client: 10 messages of 1048576 bytes each way" ] || fail "nd_cmatose ($mode) output: $out"
+    n=$((n + 2))
+done
+
 out=$("$tools/nd_mrlat" -S 65536 -i 100 --json) || fail "nd_mrlat failed"
 echo "$out" | grep -Eq '^\{"size":65536,"iterations":100,"register_us":[0-9.]+,"deregister_us":[0-9.]+\}$' ||
     fail "nd_mrlat output: $out"
