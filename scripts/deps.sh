@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Install the Debian packages that building and testing need; only what is missing.
 set -eu
-pkgs="cmake make gcc g++ clang libclang-rt-14-dev pkg-config libibverbs-dev iproute2 linux-perf"
+pkgs="cmake make gcc g++ clang libclang-rt-14-dev pkg-config libibverbs-dev iproute2 linux-perf man-db groff-base"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -22,4 +22,8 @@ cp "$tmp/use.c" "$tmp/use.cpp"
 "$cc" $extra "$tmp/use.c" -o "$tmp/use" $(pkg-config --define-variable=prefix="$tmp/prefix" --cflags --libs netdirect)
 out=$(LD_LIBRARY_PATH=$(pkg-config --define-variable=prefix="$tmp/prefix" --variable=libdir netdirect) "$tmp/use")
 [ "$out" = "ND_PENDING" ] || { echo "consumer printed '$out'"; exit 1; }
-echo "installed; consumer built with pkg-config and ran"
+# The manual: a page per tool, netdirect(7), the C API's families.
+for page in man1/nd_info.1 man1/nd_test.1 man1/nd_rping_compat.1 man7/netdirect.7 man3/nd_qp.3; do
+    [ -n "$(find "$tmp/prefix" -path "*/man/$page")" ] || { echo "$page not installed"; exit 1; }
+done
+echo "installed; consumer built with pkg-config and ran; man pages in place"
