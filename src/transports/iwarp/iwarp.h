@@ -43,7 +43,7 @@ uint32_t iw_timeout_ms(void);
 
 /* Towards a peer that is not netdirect, the first FPDU waits this long at most for the
  * peer's first one (see iw_attach). */
-#define IW_HOLD_FIRST_NS (20ull * 1000000)
+#define IW_HOLD_FIRST_NS (50ull * 1000000)
 
 struct iw_engine;
 
