@@ -30,7 +30,7 @@ report() {
     echo "\`bench/compare\` took $elapsed s. Ratios are netdirect / the row's figure in the same run"
     echo "(latency: below 1 is faster than the row; bandwidth and rates: above 1 is faster)."
     echo "CPU placement by round (raw shared-memory spin, 8 B half round trip at its start and end,"
-    echo "us; near below 0.1, far above; README, \"CPU placement\"):" \
+    echo "us; near below 0.1, far above; docs/performance.md, \"CPU placement\"):" \
          "$(awk '{ s = ($1 < 0.1 && $2 < 0.1) ? "near" : ($1 >= 0.1 && $2 >= 0.1) ? "far" : "mixed"
                    printf "%s%s/%s %s", (NR == 1 ? "" : ", "), $1, $2, s }' "$tmp/placement")."
     echo

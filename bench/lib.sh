@@ -9,7 +9,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "n/a" || b == "n/a" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
 field() { sed "s/.*\"$1\":\([-0-9.e+]*\).*/\1/"; }
 # The raw shared-memory spin's half round trip (us) for <size> bytes over <iterations>: the
-# floor of same-host latency, and the sign of where the host put our CPUs (README).
+# floor of same-host latency, and the sign of where the host put our CPUs (docs/performance.md).
 raw_spin() { "$build/bench/raw_shm_pingpong" -S "$1" -i "$2" --json | field latency_us; }
 # The same with the message in the sequence word's line (-1): one line a message, the
 # tighter floor for messages that fit one (the placement classes stay raw_spin's).

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Waits for a CPU placement and measures in it. On this kind of host the two CPUs' distance
-# changes by the minute (README, "CPU placement"): the raw spin's 8 B half round trip reads
+# changes by the minute (docs/performance.md, "CPU placement"): the raw spin's 8 B half round trip reads
 # 0.035-0.045 us "near", 0.06-0.09 "mid", 0.2-0.5 "far", and a placement that fits a target
 # may last a minute in an hour. Every $EVERY seconds a short raw spin says where the CPUs
 # are; when it reads below the threshold, $ROUNDS interleaved rounds of the raw spin,

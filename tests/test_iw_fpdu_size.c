@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Our FPDUs follow TCP's current MSS (iwarp-wire.md §3.2, §7.3) up to ND_IWARP_FPDU_MAX:
+ * Our FPDUs follow TCP's current MSS up to ND_IWARP_FPDU_MAX:
  * never larger than either, and larger ones once the MSS grew (on loopback it starts at
  * 32,768 while the window is small and grows to 65,483). A forked raw-TCP peer reads every
  * FPDU we send, answers our fences, and reports the largest; our side writes 256 KiB

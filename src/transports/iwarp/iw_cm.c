@@ -228,7 +228,7 @@ static uint32_t opts_of(const struct mpa_frame *f)
  * May an initiator take this Reply? Its RFC 6581 block may only pick what our Request
  * offered (peer-to-peer, if we asked, with a Write RTR), one RTR type; and when we
  * asked for CRC, a Reply without it ends the Connect rather than leave us checking
- * trailers the peer does not fill (the Reply's C bit is final, iwarp-wire §2.3).
+ * trailers the peer does not fill (the Reply's C bit is final, RFC 5044).
  */
 static bool reply_acceptable(const struct mpa_frame *f)
 {

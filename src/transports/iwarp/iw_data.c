@@ -363,7 +363,7 @@ uint32_t iw_path_fpdu_max(int sock, uint32_t cap)
 
 /*
  * FPDUs follow TCP's current MSS, which changes during a connection (on loopback 32,768
- * while the window is small, 65,483 once it opened: iwarp-wire.md §7.3; a path whose MTU
+ * while the window is small, 65,483 once it opened; a path whose MTU
  * drops lowers it), as siw's do, up to ND_IWARP_FPDU_MAX. It is asked again when a message
  * of @bytes that needs more than one FPDU starts (never inside a message: its DDP segments
  * keep one size), at most every IW_MSS_RECHECK_NS (the getsockopt is a system call).
@@ -552,7 +552,7 @@ static void start_read_response(struct iw_conn *c)
 }
 
 /* Frame FPDUs until the ring is full or there is nothing to send. Read Responses go
- * between messages: two messages of one class never interleave (iwarp-wire.md §3.2). */
+ * between messages: two messages of one class never interleave. */
 static void frame_all(struct iw_conn *c)
 {
     while (c->txf_count < IW_TXF_MAX && !c->dead) {
