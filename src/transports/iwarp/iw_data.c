@@ -447,7 +447,21 @@ static void rdq_push(struct iw_conn *c, uint32_t upto, int32_t txe)
 
 static uint32_t read_budget(const struct iw_conn *c)
 {
-    uint32_t b = c->peer_ird ? c->peer_ird : 1;    /* our own peers always take one fence */
+    uint32_t b = c->peer_ird ? c->peer_ird : 1;
+
+    return b < IW_RDQ_CAP ? b : IW_RDQ_CAP;
+}
+
+/*
+ * Reads and fences in flight at most. A netdirect responder keeps IRQ_CAP - 128 slots of
+ * its inbound queue for fences beyond its IRD, so that every burst can carry one: a burst
+ * left unfenced because earlier fences were still out is lost if the peer closes as soon
+ * as it has received it (its close answers the fences in its socket, not fences to come).
+ */
+#define FENCE_SLACK (IRQ_CAP - 128u)
+static uint32_t fence_budget(const struct iw_conn *c)
+{
+    uint32_t b = c->peer_ird + FENCE_SLACK;
 
     return b < IW_RDQ_CAP ? b : IW_RDQ_CAP;
 }
@@ -458,7 +472,7 @@ static bool frame_fence(struct iw_conn *c)
     static const struct iw_read_req fence = { .src_stag = FENCE_STAG };
     struct iw_txf *f;
 
-    if (c->reads_out >= read_budget(c))
+    if (c->reads_out >= fence_budget(c))
         return false;               /* an answer on its way frees one; we fence then */
     f = txf_new(c);
     seal(c, f, (uint32_t)iw_encode_read_req(f->hdr, ++c->msn_read, &fence), 0);
@@ -892,8 +906,12 @@ void iw_shutdown(struct nd_qp *qp, nd_status why)
     bool first = true;
 
     (void)why;
-    /* A local disconnect: the fence answers we held for a next post still go out, or the
-     * peer's last Sends would flush instead of completing. */
+    /* A local disconnect: what the peer sent before it is read first, and the fence
+     * answers owed (held for a next post, or found just now) go out, or the peer's last
+     * Sends would flush instead of completing: an application closes as soon as it has
+     * received everything, the fence behind the last Send may still sit in the socket. */
+    if (!c->dead)
+        iw_rx_pump(c);
     if (!c->dead && c->owed_since)
         iw_tx_pump(c);
     c->dead = true;

@@ -71,7 +71,7 @@ struct iw_rd {
     int32_t txe;                    /* the application's Read (queue index), or -1: a fence */
     uint64_t sent_ns;               /* nd_coarse_ns */
 };
-#define IW_RDQ_CAP 256u             /* > any ORD we negotiate (128) plus one fence */
+#define IW_RDQ_CAP 256u             /* > any ORD we negotiate (128) plus the fences' slack */
 
 /* An inbound Read Request waiting for its response to be sent. */
 struct iw_rresp {
