@@ -36,6 +36,7 @@
 #define WATCH_TICK_MS 100           /* with connections: how often overdue Reads are looked for */
 
 struct iw_engine {
+    struct iw_engine *next_live;    /* in live_engines */
     pthread_t thread;
     int epfd, wakefd;
     pthread_mutex_t lock;
@@ -45,6 +46,29 @@ struct iw_engine {
     bool ticking;                   /* atomic: see iw_engine_note_poll */
     bool stop, detached;
 };
+
+/* Every running engine, for the answers owed at process exit (answer_owed_at_exit). */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct iw_engine *live_engines;
+
+static void live_add(struct iw_engine *e)
+{
+    pthread_mutex_lock(&live_lock);
+    e->next_live = live_engines;
+    live_engines = e;
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void live_remove(struct iw_engine *e)
+{
+    pthread_mutex_lock(&live_lock);
+    for (struct iw_engine **p = &live_engines; *p; p = &(*p)->next_live)
+        if (*p == e) {
+            *p = e->next_live;
+            break;
+        }
+    pthread_mutex_unlock(&live_lock);
+}
 
 static uint64_t key_of(struct iw_engine *e, uint32_t slot)
 {
@@ -270,6 +294,7 @@ static void check_overdue(struct iw_engine *e)
 
 static void engine_free(struct iw_engine *e)
 {
+    live_remove(e);
     close(e->epfd);
     close(e->wakefd);
     free(e->conns);
@@ -365,7 +390,49 @@ static struct iw_engine *engine_start(void)
         free(e);
         return NULL;
     }
+    live_add(e);
     return e;
+}
+
+/*
+ * A process that returns from main (or calls exit) right after its last receive completed
+ * may still owe the fence behind the Sends it received: held for a next post that never
+ * comes, or still unread in the socket (whose close then resets the connection). The
+ * peer's Sends would flush there instead of completing. Do what a Disconnect does: read
+ * what is in the socket and send the answers owed. Only connections whose QP lock is free
+ * are served (another thread may hold one as the process ends); nothing waits.
+ */
+
+__attribute__((destructor)) static void answer_owed_at_exit(void)
+{
+    pthread_mutex_lock(&live_lock);
+    for (struct iw_engine *e = live_engines; e; e = e->next_live) {
+        uint64_t keys[64];
+        uint32_t n = 0;
+
+        /* The keys first: a pump may take the engine lock (to watch for send room). */
+        pthread_mutex_lock(&e->lock);
+        for (uint32_t slot = 0; slot < e->cap && n < 64; slot++)
+            if (e->conns[slot] && e->conns[slot]->nd_peer)
+                keys[n++] = key_of(e, slot);
+        pthread_mutex_unlock(&e->lock);
+        for (uint32_t i = 0; i < n; i++) {
+            struct iw_conn *c = NULL;
+            struct nd_qp *qp = lookup(e, keys[i], &c);
+
+            if (!qp)
+                continue;
+            if (nd_lock_try(&qp->lock) == 0) {
+                if (qp->conn == c && !c->dead)
+                    iw_rx_pump(c);
+                if (qp->conn == c && !c->dead && c->owed_since)
+                    iw_tx_pump(c);
+                nd_lock_release(&qp->lock);
+            }
+            nd_qp_unref(qp);
+        }
+    }
+    pthread_mutex_unlock(&live_lock);
 }
 
 nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c)
