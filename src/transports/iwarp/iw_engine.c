@@ -23,6 +23,7 @@
 #include "core/log.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -399,9 +400,22 @@ static struct iw_engine *engine_start(void)
  * may still owe the fence behind the Sends it received: held for a next post that never
  * comes, or still unread in the socket (whose close then resets the connection). The
  * peer's Sends would flush there instead of completing. Do what a Disconnect does: read
- * what is in the socket and send the answers owed. Only connections whose QP lock is free
- * are served (another thread may hold one as the process ends); nothing waits.
+ * what is in the socket and send the answers owed. A QP lock held by another thread is
+ * waited for briefly, never for long (EXIT_LOCK_WAIT_NS).
  */
+
+/* The QP lock, waited for at most @ns: its holder (the engine, another thread) lets go
+ * within microseconds unless it is stuck, and exit must not hang on it. */
+#define EXIT_LOCK_WAIT_NS (20ull * 1000000)
+static bool lock_within(struct nd_lock *l, uint64_t ns)
+{
+    for (uint64_t end = nd_now_ns() + ns; nd_lock_try(l);)
+        if (nd_now_ns() > end)
+            return false;
+        else
+            sched_yield();
+    return true;
+}
 
 __attribute__((destructor)) static void answer_owed_at_exit(void)
 {
@@ -422,7 +436,7 @@ __attribute__((destructor)) static void answer_owed_at_exit(void)
 
             if (!qp)
                 continue;
-            if (nd_lock_try(&qp->lock) == 0) {
+            if (lock_within(&qp->lock, EXIT_LOCK_WAIT_NS)) {
                 if (qp->conn == c && !c->dead)
                     iw_rx_pump(c);
                 if (qp->conn == c && !c->dead && c->owed_since)
