@@ -263,6 +263,45 @@ static bool sweep(struct iw_engine *e)
     return stalled;
 }
 
+/* The QP lock, waited for at most @ns: its holder (the engine, another thread) lets go
+ * within microseconds unless it is stuck, and exit must not hang on it. */
+#define EXIT_LOCK_WAIT_NS (20ull * 1000000)
+static bool lock_within(struct nd_lock *l, uint64_t ns)
+{
+    for (uint64_t end = nd_now_ns() + ns; nd_lock_try(l);)
+        if (nd_now_ns() > end)
+            return false;
+        else
+            sched_yield();
+    return true;
+}
+
+#define WAIT_FOREVER UINT64_MAX
+
+/* Run @fn on each connection of @keys still there, with its QP lock held; a lock held
+ * elsewhere is waited for at most @wait_ns (WAIT_FOREVER: as long as it takes). */
+static void serve_keys(struct iw_engine *e, const uint64_t *keys, uint32_t n, uint64_t wait_ns,
+                       void (*fn)(struct iw_conn *c))
+{
+    for (uint32_t i = 0; i < n; i++) {
+        struct iw_conn *c = NULL;
+        struct nd_qp *qp = lookup(e, keys[i], &c);
+
+        if (!qp)
+            continue;
+        if (wait_ns == WAIT_FOREVER)
+            nd_lock_acquire(&qp->lock);
+        else if (!lock_within(&qp->lock, wait_ns)) {
+            nd_qp_unref(qp);
+            continue;
+        }
+        if (qp->conn == c)
+            fn(c);
+        nd_lock_release(&qp->lock);
+        nd_qp_unref(qp);
+    }
+}
+
 /* Fail the connections whose oldest Read or fence has waited past ND_IWARP_TIMEOUT_MS. */
 static void check_overdue(struct iw_engine *e)
 {
@@ -279,18 +318,7 @@ static void check_overdue(struct iw_engine *e)
             keys[n++] = key_of(e, slot);
     }
     pthread_mutex_unlock(&e->lock);
-    for (uint32_t i = 0; i < n; i++) {
-        struct iw_conn *c = NULL;
-        struct nd_qp *qp = lookup(e, keys[i], &c);
-
-        if (!qp)
-            continue;
-        nd_lock_acquire(&qp->lock);
-        if (qp->conn == c)
-            iw_check_overdue(c);
-        nd_lock_release(&qp->lock);
-        nd_qp_unref(qp);
-    }
+    serve_keys(e, keys, n, WAIT_FOREVER, iw_check_overdue);
 }
 
 static void engine_free(struct iw_engine *e)
@@ -404,17 +432,12 @@ static struct iw_engine *engine_start(void)
  * waited for briefly, never for long (EXIT_LOCK_WAIT_NS).
  */
 
-/* The QP lock, waited for at most @ns: its holder (the engine, another thread) lets go
- * within microseconds unless it is stuck, and exit must not hang on it. */
-#define EXIT_LOCK_WAIT_NS (20ull * 1000000)
-static bool lock_within(struct nd_lock *l, uint64_t ns)
+static void answer_at_exit(struct iw_conn *c)
 {
-    for (uint64_t end = nd_now_ns() + ns; nd_lock_try(l);)
-        if (nd_now_ns() > end)
-            return false;
-        else
-            sched_yield();
-    return true;
+    if (!c->dead)
+        iw_rx_pump(c);
+    if (!c->dead && c->owed_since)
+        iw_tx_pump(c);
 }
 
 __attribute__((destructor)) static void answer_owed_at_exit(void)
@@ -430,21 +453,7 @@ __attribute__((destructor)) static void answer_owed_at_exit(void)
             if (e->conns[slot] && e->conns[slot]->nd_peer)
                 keys[n++] = key_of(e, slot);
         pthread_mutex_unlock(&e->lock);
-        for (uint32_t i = 0; i < n; i++) {
-            struct iw_conn *c = NULL;
-            struct nd_qp *qp = lookup(e, keys[i], &c);
-
-            if (!qp)
-                continue;
-            if (lock_within(&qp->lock, EXIT_LOCK_WAIT_NS)) {
-                if (qp->conn == c && !c->dead)
-                    iw_rx_pump(c);
-                if (qp->conn == c && !c->dead && c->owed_since)
-                    iw_tx_pump(c);
-                nd_lock_release(&qp->lock);
-            }
-            nd_qp_unref(qp);
-        }
+        serve_keys(e, keys, n, EXIT_LOCK_WAIT_NS, answer_at_exit);
     }
     pthread_mutex_unlock(&live_lock);
 }
