@@ -13,7 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 JOB_TIMEOUT = 180
@@ -122,22 +121,16 @@ def scen_nd_client(m, tool, nd_args, vm_cmd, vm_port, crc, log):
 def scen_vm_client(m, tool, nd_args, vm_cmd, crc, log):
     """Our server on this host, a client in the VM."""
     proc = run_nd(tool, nd_args, crc, log)
-    ready = threading.Event()
-
-    def watch():
-        # nd tools print "listening on" once the listener is up
-        for _ in range(600):
-            log.flush()
-            with open(log.name) as f:
-                if "listening on" in f.read():
-                    ready.set()
-                    return
-            if proc.poll() is not None:
-                return
-            time.sleep(0.05)
-
-    watch()
-    if not ready.is_set():
+    # nd tools print "listening on" once the listener is up
+    ready = False
+    for _ in range(600):
+        log.flush()
+        with open(log.name) as f:
+            ready = "listening on" in f.read()
+        if ready or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    if not ready:
         proc.kill()
         return False, ["our server never listened"]
     job = m.agent.start(f"timeout 120 {vm_cmd}")

@@ -445,13 +445,6 @@ static void rdq_push(struct iw_conn *c, uint32_t upto, int32_t txe)
         __atomic_store_n(&c->oldest_read_ns, now, __ATOMIC_RELAXED);
 }
 
-static uint32_t read_budget(const struct iw_conn *c)
-{
-    uint32_t b = c->peer_ird ? c->peer_ird : 1;
-
-    return b < IW_RDQ_CAP ? b : IW_RDQ_CAP;
-}
-
 /*
  * Reads and fences in flight at most. A netdirect responder keeps IRQ_CAP - 128 slots of
  * its inbound queue for fences beyond its IRD, so that every burst can carry one: a burst
@@ -543,8 +536,8 @@ static bool start_next(struct iw_conn *c)
             iw_txe_done(c, e, ND_INVALID_DEVICE_REQUEST);     /* no outbound Read was negotiated */
             return true;
         }
-        if (c->reads_out >= c->ord || c->reads_out >= read_budget(c))
-            return false;           /* ORD reached: wait for a response */
+        if (c->reads_out >= c->ord)
+            return false;           /* ORD (at most the peer's IRD) reached: wait for a response */
         e->msn = ++c->msn_read;
         rdq_push(c, e->wr.index, (int32_t)(e->wr.index & 0x7fffffff));
         c->unfenced = false;        /* its response confirms everything before it */
