@@ -33,6 +33,10 @@ ut=$sdk/src/unittests
 # Windows-only pragmas (#pragma warning) are the one warning class switched off; the
 # rest of -Wall is reported, as the count on each line.
 flags="-std=gnu++17 -O2 -g -pthread -Wall -Wno-unknown-pragmas"
+# ndrpingpong waits for a peer's RDMA Write by spinning on a plain (not volatile) byte,
+# which MSVC reloads on every pass. g++ would delete the loop (C++'s forward-progress rule)
+# or read the byte once; these keep a load in each pass, as the program expects.
+flags="$flags -fno-finite-loops -fno-tree-loop-im -fno-move-loop-invariants -fno-tree-pre -fno-gcse"
 # Our headers come first, so <ndsupport.h> is ours, not the SDK's copy in examples/.
 incs="$cflags -I$ex -I$ex/ndtestutil"
 

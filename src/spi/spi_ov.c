@@ -90,17 +90,25 @@ nd_overlapped *spi_ov_begin(struct spi_file *file, OVERLAPPED *user)
 HRESULT spi_ov_end(nd_overlapped *nd, nd_status st)
 {
     struct spi_ov *w;
+    bool queue;
 
     if (!nd || st == ND_PENDING)
         return st;
-    /* Finished at once: nothing was queued and the C API no longer holds the request. */
+    /* Finished at once: the C API no longer holds the request and queued nothing. */
     w = SPI_CONTAINER_OF(nd, struct spi_ov, nd);
     pthread_mutex_lock(&spi_ov_lock);
     w->user->InternalHigh = 0;
     w->user->Internal = (ULONG_PTR)(LONG_PTR)st;
-    live_unlink(w);
+    /* Windows still queues a packet for a success returned at once on a file bound to a
+     * port (ndmrlat waits for it); a failure returned at once queues nothing. */
+    queue = w->on_port && ND_SUCCEEDED(st);
+    if (!queue)
+        live_unlink(w);
     pthread_mutex_unlock(&spi_ov_lock);
-    free(w);
+    if (!queue)
+        free(w);
+    else if (nd_port_post(w->file->port, &w->nd, st, 0) != ND_SUCCESS)
+        w->on_port = false;   /* cannot happen for a valid port; freed with the file */
     return st;
 }
 

@@ -1,0 +1,102 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Run the ND SDK's programs, as built by scripts/nd-sdk-build.sh, on netdirect: the pairs
+# as a server and a client process, the others alone, over each transport asked for.
+#
+#   tests/spi/sdk_run.sh BIN_DIR [shm|iwarp|both] [ADDRESS]
+#
+# A line per run: PASS or FAIL, the exit status of each side and the time taken; output
+# goes to BIN_DIR/run-TRANSPORT-PROGRAM.{server,client}.log. Exit status 1 if any failed.
+set -u
+bin=$(cd "$1" && pwd) || exit 2
+modes=${2:-both}
+addr=${3:-127.0.0.1}
+[ "$modes" = both ] && modes="shm iwarp"
+failed=0
+
+# The server is ready once its listening TCP socket exists (ND's CM listens on TCP on
+# every transport); a server that exits first ends the wait.
+wait_listen() {   # port pid
+    i=0
+    while [ $i -lt 200 ]; do
+        ss -Hltn "sport = :$1" 2>/dev/null | grep -q LISTEN && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
+report() {   # name, status, detail
+    printf '%-6s %-5s %-34s %s\n' "$mode" "$2" "$1" "$3"
+    [ "$2" = PASS ] || failed=$((failed + 1))
+}
+
+run_single() {   # label, program, args...
+    label=$1 prog=$2
+    shift 2
+    log=$bin/run-$mode-$label.log
+    t0=$(date +%s.%N)
+    ND_TRANSPORT=$mode timeout 300 "$bin/$prog" "$@" > "$log" 2>&1
+    rc=$?
+    t=$(echo "$(date +%s.%N) - $t0" | bc)
+    [ $rc -eq 0 ] && report "$label" PASS "rc=0 ${t}s" || report "$label" FAIL "rc=$rc ${t}s ($log)"
+}
+
+run_pair() {   # label, program, port, server args, client args (each one quoted string)
+    label=$1 prog=$2 port=$3 sargs=$4 cargs=$5
+    slog=$bin/run-$mode-$label.server.log clog=$bin/run-$mode-$label.client.log
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    ND_TRANSPORT=$mode timeout 300 "$bin/$prog" $sargs > "$slog" 2>&1 &
+    spid=$!
+    if ! wait_listen "$port" "$spid"; then
+        wait "$spid"
+        src=$?
+        if [ $src -ne 0 ]; then
+            report "$label" FAIL "server rc=$src before listening ($slog)"
+            return
+        fi
+        # Some of ndmemorytest's cases run each side alone: then so does the client.
+    fi
+    # shellcheck disable=SC2086
+    ND_TRANSPORT=$mode timeout 300 "$bin/$prog" $cargs > "$clog" 2>&1
+    crc=$?
+    wait "$spid"
+    src=$?
+    t=$(echo "$(date +%s.%N) - $t0" | bc)
+    if [ $src -eq 0 ] && [ $crc -eq 0 ]; then
+        report "$label" PASS "server rc=0 client rc=0 ${t}s"
+    else
+        report "$label" FAIL "server rc=$src client rc=$crc ${t}s ($slog, $clog)"
+    fi
+}
+
+memtests="NdConnClose NdConnListenClosing NdConnReject NdDualConnection NdDualListen NdInvalidIP
+          NdInvalidRead NdInvalidWrite NdLargePrivateData NdLargeQPDepth NdMRDeregister
+          NdMRInvalidBuffer NdOverRead NdOverWrite NdQpMax NdReceiveFlushQP NdSendNoReceive
+          NdReceiveConnClosed NdWriteViolation"
+
+for mode in $modes; do
+    run_single ndadapterinfo ndadapterinfo "$addr"
+    run_single ndcat ndcat "$addr"
+    run_single ndmrlat ndmrlat "$addr"
+    run_single ndmrrate ndmrrate "$addr"
+    run_single ndcq ndcq "$addr"
+    for io in p b; do
+        run_pair "ndping -$io" ndping 54324 "-s -$io $addr:54324" "-c -$io $addr:54324"
+        run_pair "ndpingpong -$io" ndpingpong 54325 "-s -$io $addr:54325" "-c -$io $addr:54325"
+        run_pair "ndrping -$io" ndrping 54326 "-s -$io $addr:54326" "-c -$io $addr:54326"
+        run_pair "ndrpingpong -$io" ndrpingpong 54327 "-s -$io $addr:54327" "-c -$io $addr:54327"
+    done
+    run_pair "ndrping -r" ndrping 54326 "-s -r $addr:54326" "-c -r $addr:54326"
+    run_pair ndconn ndconn 54321 "-s $addr:54321" "-c $addr:54321"
+    run_pair ndmval ndmval 54331 "-s $addr:54331" "-c $addr:54331"
+    run_pair ndmw ndmw 54323 "-s $addr:54323" "-c $addr:54323"
+    run_pair ndmpic ndmpic 54324 "-s $addr $addr" "-c $addr $addr"
+    for t in $memtests; do
+        run_pair "ndmemorytest $t" ndmemorytest 54322 "-s -t $t $addr:54322" "-c -t $t $addr:54322"
+    done
+done
+echo "sdk_run: $failed failed"
+[ "$failed" -eq 0 ]
