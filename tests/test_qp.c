@@ -46,7 +46,8 @@ int main(void)
     CHECK_ST(nd_qp_read(qp, NULL, sge, 1, 0, 0, ND_OP_FLAG_INLINE), ND_INVALID_PARAMETER_6);
     CHECK_ST(nd_qp_read(qp, NULL, sge, 1, 0, 0, 0), ND_CONNECTION_INVALID);
     CHECK_ST(nd_adapter_create_memory_window(a, &mw), ND_SUCCESS);
-    CHECK_ST(nd_qp_bind(qp, NULL, mr, mw, buf, 64, 0), ND_INVALID_PARAMETER_6);
+    CHECK_ST(nd_qp_bind(qp, NULL, mr, mw, buf, 64, 0x40), ND_INVALID_PARAMETER_6);
+    CHECK_ST(nd_qp_bind(qp, NULL, mr, mw, buf, 64, 0), ND_CONNECTION_INVALID);   /* no rights: legal */
     CHECK_ST(nd_qp_bind(qp, NULL, mr, mw, buf, 64, ND_OP_FLAG_ALLOW_WRITE), ND_CONNECTION_INVALID);
     CHECK_ST(nd_qp_bind(qp, NULL, mr, mw, buf, sizeof(buf) + 1, ND_OP_FLAG_ALLOW_READ), ND_ACCESS_VIOLATION);
     CHECK_ST(nd_qp_invalidate(qp, NULL, mw, 0), ND_CONNECTION_INVALID);

@@ -38,7 +38,7 @@ nd_status nd_qp_receive(nd_qp *qp, void *request_context, const nd_sge *sge, uin
 
 /*
  * nd_qp_bind - Bind @mw to [buf, buf+len) inside @mr. @flags: ALLOW_READ and/or
- * ALLOW_WRITE (one is required), SILENT_SUCCESS, READ_FENCE. Completes through the
+ * ALLOW_WRITE (neither: a window no peer can use), SILENT_SUCCESS, READ_FENCE. Completes through the
  * initiator CQ as ND_REQUEST_TYPE_BIND, in order with sends. Returns ND_SUCCESS;
  * ND_ACCESS_VIOLATION (ALLOW_WRITE on a region without local write, range outside the
  * region); ND_INVALID_PARAMETER_6 (flags); as nd_qp_send for queue/state errors.

@@ -239,7 +239,9 @@ ND_API nd_status nd_qp_bind(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const vo
         return ND_INVALID_PARAMETER_3;
     wr.access = (flags & ND_OP_FLAG_ALLOW_READ ? ND_ACCESS_REMOTE_READ : 0) |
                 (flags & ND_OP_FLAG_ALLOW_WRITE ? ND_ACCESS_REMOTE_WRITE : 0);
-    if ((flags & ~BIND_FLAGS) || !wr.access)
+    /* No rights at all is allowed (the ND SDK's ndmrderregister binds so): the window
+     * then admits no remote access. */
+    if (flags & ~BIND_FLAGS)
         return ND_INVALID_PARAMETER_6;
     /* Rights and range are known now: refuse the post rather than break the connection. */
     if (nd_mw_bind_check(mr, buf, len, wr.access) != ND_SUCCESS)

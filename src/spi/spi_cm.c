@@ -52,10 +52,19 @@ static HRESULT connector_connect(IND2Connector *This, IUnknown *qp, const struct
     struct spi_connector *c = conn_of(This);
     nd_qp *q = spi_qp_nd(qp);
 
+    nd_overlapped *nd;
+    nd_status st;
+
     if (!q)
         return ND_INVALID_PARAMETER_1;
-    SPI_OVERLAPPED_CALL(c->file, ov, nd_connector_connect(c->nd, q, dest, dest_len, ird, ord, pdata,
-                                                          pdata_len, nd));
+    nd = spi_ov_begin(c->file, ov);
+    if (ov && !nd)
+        return ND_NO_MEMORY;
+    st = nd_connector_connect(c->nd, q, dest, dest_len, ird, ord, pdata, pdata_len, nd);
+    /* The C API dials at once and may know the answer at once; ND reports these through the
+     * request (a Windows program handles a refusal in its completion, and retries). */
+    return spi_ov_settle(nd, st, st == ND_CONNECTION_REFUSED || st == ND_IO_TIMEOUT ||
+                                     st == ND_NETWORK_UNREACHABLE || st == ND_HOST_UNREACHABLE);
 }
 
 static HRESULT connector_complete_connect(IND2Connector *This, OVERLAPPED *ov)

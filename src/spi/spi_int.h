@@ -76,6 +76,9 @@ struct spi_ov {
 nd_overlapped *spi_ov_begin(struct spi_file *file, OVERLAPPED *user);
 /* The C API returned @st for the request begun with @nd; returns @st. */
 HRESULT spi_ov_end(nd_overlapped *nd, nd_status st);
+/* As spi_ov_end, but with @completes a failure too is reported as pending and delivered
+ * as the request's completion (as a refused Connect is on Windows). */
+HRESULT spi_ov_settle(nd_overlapped *nd, nd_status st, bool completes);
 /* IND2Overlapped::GetOverlappedResult, for any object. */
 HRESULT spi_ov_result(OVERLAPPED *user, BOOL wait);
 

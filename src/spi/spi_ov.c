@@ -89,6 +89,11 @@ nd_overlapped *spi_ov_begin(struct spi_file *file, OVERLAPPED *user)
 
 HRESULT spi_ov_end(nd_overlapped *nd, nd_status st)
 {
+    return spi_ov_settle(nd, st, false);
+}
+
+HRESULT spi_ov_settle(nd_overlapped *nd, nd_status st, bool completes)
+{
     struct spi_ov *w;
     bool queue;
 
@@ -99,17 +104,27 @@ HRESULT spi_ov_end(nd_overlapped *nd, nd_status st)
     pthread_mutex_lock(&spi_ov_lock);
     w->user->InternalHigh = 0;
     w->user->Internal = (ULONG_PTR)(LONG_PTR)st;
-    /* Windows still queues a packet for a success returned at once on a file bound to a
-     * port (ndmrlat waits for it); a failure returned at once queues nothing. */
-    queue = w->on_port && ND_SUCCEEDED(st);
+    completes = completes || ND_SUCCEEDED(st);
+    queue = w->on_port && completes;
     if (!queue)
         live_unlink(w);
     pthread_mutex_unlock(&spi_ov_lock);
+    if (!completes) {
+        free(w);
+        return st;   /* a request refused at once queues nothing and is not pending */
+    }
+    /*
+     * A request that succeeded at once is reported as pending and completes the usual way:
+     * a packet on the port (if bound), the status already in the OVERLAPPED. Windows ND
+     * programs count on exactly one packet per accepted request: ndmrlat waits for one
+     * after every Register, ndconn posts its own after a CompleteConnect that returned
+     * ND_SUCCESS, so an ND_SUCCESS with a packet would be delivered twice.
+     */
     if (!queue)
         free(w);
     else if (nd_port_post(w->file->port, &w->nd, st, 0) != ND_SUCCESS)
         w->on_port = false;   /* cannot happen for a valid port; freed with the file */
-    return st;
+    return ND_PENDING;
 }
 
 HRESULT spi_ov_result(OVERLAPPED *user, BOOL wait)

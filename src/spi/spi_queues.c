@@ -393,12 +393,31 @@ nd_qp *spi_qp_nd(IUnknown *qp)
     return q ? q->nd : NULL;
 }
 
+/*
+ * An RNIC sizes its work queue entries in whole units, so ND providers give a QP more SGEs
+ * than asked (ND allows it, unadvertised) and Windows programs come to rely on it: the
+ * SDK's ndmw sends 2 SGEs on a QP created for 1. The SPI rounds up as hardware does, to
+ * a power of two and at least 4, never past the adapter's limit.
+ */
+static ULONG round_sge(ULONG asked, ULONG adapter_max)
+{
+    ULONG n = 4;
+
+    if (asked == 0 || asked > adapter_max)
+        return asked;   /* the C API reports what is wrong with it */
+    while (n < asked)
+        n <<= 1;
+    return n < adapter_max ? n : adapter_max;
+}
+
 HRESULT spi_qp_create(nd_adapter *adapter, IUnknown *rcq, IUnknown *icq, IUnknown *srq, VOID *context,
                       ULONG rq_depth, ULONG iq_depth, ULONG rsge, ULONG isge, ULONG inline_size,
                       VOID **out)
 {
     struct spi_cq *r = spi_object_as(rcq, &cq_vtbl), *i = spi_object_as(icq, &cq_vtbl);
     struct spi_srq *s = srq ? spi_object_as(srq, &srq_vtbl) : NULL;
+    nd_adapter_info info = { 0 };
+    uint32_t info_len = sizeof(info);
     struct spi_qp *q;
     nd_status st;
 
@@ -411,6 +430,11 @@ HRESULT spi_qp_create(nd_adapter *adapter, IUnknown *rcq, IUnknown *icq, IUnknow
     q = calloc(1, sizeof(*q));
     if (!q)
         return ND_NO_MEMORY;
+    info.info_version = ND_VERSION_2;
+    if (nd_adapter_query(adapter, &info, &info_len) == ND_SUCCESS) {
+        rsge = round_sge(rsge, info.max_receive_sge);
+        isge = round_sge(isge, info.max_initiator_sge);
+    }
     if (s)
         st = nd_adapter_create_queue_pair_with_srq(adapter, r->nd, i->nd, s->nd, context, iq_depth,
                                                    isge, inline_size, &q->nd);
