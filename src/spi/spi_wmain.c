@@ -46,15 +46,24 @@ static WCHAR *widen(const char *arg)
     return w;
 }
 
+/* The strings live as long as the program, as Windows' own argv does (a program may keep
+ * pointers into them and exit from anywhere). */
+static WCHAR **wide_argv;
+
 int main(int argc, char **argv)
 {
-    WCHAR **wargv = calloc((size_t)argc + 1, sizeof(*wargv));
+    int rc;
 
-    if (!wargv)
+    wide_argv = calloc((size_t)argc + 1, sizeof(*wide_argv));
+    if (!wide_argv)
         return 1;
     for (int i = 0; i < argc; i++)
-        if (!(wargv[i] = widen(argv[i])))
+        if (!(wide_argv[i] = widen(argv[i])))
             return 1;
-    /* The strings live as long as the program, as Windows' own argv does. */
-    return wmain(argc, wargv);
+    rc = wmain(argc, wide_argv);
+    for (int i = 0; i < argc; i++)
+        free(wide_argv[i]);
+    free(wide_argv);
+    wide_argv = NULL;
+    return rc;
 }
