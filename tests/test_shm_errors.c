@@ -4,6 +4,8 @@
  *   invalid-write / invalid-read (bad token, bad address), over-write (past the region),
  *   write-violation (read-only region): initiator ND_ACCESS_VIOLATION, the target's posted
  *   receive ND_CANCELED, later requests ND_CANCELED;
+ *   write-violation-4m: the same with a 4 MiB Write (ndmemorytest's NdWriteViolation), which
+ *   the target refuses while most of it is still on the way;
  *   ndmval: 1024 B into a 1023 B receive: receiver ND_DATA_OVERRUN, sender ND_SUCCESS;
  *   send-no-receive: ND_IO_TIMEOUT after the bounded retry;
  *   receive-conn-closed: the peer disconnects at once: the posted receive ND_CANCELED;
@@ -12,9 +14,10 @@
  */
 #include "t_conn.h"
 
-enum scenario { INVALID_WRITE, INVALID_READ, OVER_WRITE, WRITE_VIOLATION, MVAL, SEND_NO_RECEIVE, CONN_CLOSED,
+enum scenario { INVALID_WRITE, INVALID_READ, OVER_WRITE, WRITE_VIOLATION, WRITE_VIOLATION_4M, MVAL, SEND_NO_RECEIVE, CONN_CLOSED,
                 READ_NO_LIMIT, NCASES };
-static const char *const names[] = { "invalid-write", "invalid-read", "over-write", "write-violation", "ndmval",
+static const char *const names[] = { "invalid-write", "invalid-read", "over-write", "write-violation",
+                                     "write-violation-4m", "ndmval",
                                      "send-no-receive", "receive-conn-closed", "read-without-read-limit" };
 
 struct hello {
@@ -30,7 +33,7 @@ static void server(int port_pipe)
     struct t_side s;
     nd_mr *ro;
     nd_overlapped ov = { 0 };
-    static uint8_t ro_buf[4096];
+    static uint8_t ro_buf[4 << 20];
     uint16_t port;
 
     t_side_open(&s, 1 << 16, 8, 2);
@@ -72,7 +75,7 @@ static void client(uint16_t port)
     nd_overlapped ov = { 0 };
     nd_sge sge = { NULL, 16, 0 };
 
-    t_side_open(&s, 1 << 16, 8, 2);
+    t_side_open(&s, scen == WRITE_VIOLATION_4M ? 4 << 20 : 1 << 16, 8, 2);
     sge = (nd_sge){ s.buf, 16, s.token };
     t_connect(&s, port, &h, &hl);
     switch (scen) {
@@ -87,6 +90,11 @@ static void client(uint16_t port)
         break;
     case WRITE_VIOLATION:
         CHECK_ST(nd_qp_write(s.qp, (void *)1, &sge, 1, h.ro_addr, h.ro_token, 0), ND_SUCCESS);
+        break;
+    case WRITE_VIOLATION_4M:
+        sge.buffer_length = 4 << 20;
+        CHECK_ST(nd_qp_write(s.qp, (void *)1, &sge, 1, h.ro_addr, h.ro_token, 0), ND_SUCCESS);
+        sge.buffer_length = 16;
         break;
     case MVAL:
         sge.buffer_length = 1024;

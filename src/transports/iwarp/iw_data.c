@@ -652,7 +652,7 @@ void iw_tx_pump(struct iw_conn *c)
 
     __atomic_store_n(&c->owed_since, 0, __ATOMIC_RELAXED);  /* frame_all answers every queued Read */
     c->owed_polled_ns = 0;
-    while (!c->dead) {
+    while (!c->dead && !c->tx_errno) {
         ssize_t w;
 
         frame_all(c);
@@ -677,7 +677,9 @@ void iw_tx_pump(struct iw_conn *c)
                 }
                 return;
             }
-            iw_sock_failed(c, errno);
+            c->tx_errno = errno;
+            if (!c->in_rx)
+                iw_rx_pump(c);      /* reads a Terminate left for us, then fails on tx_errno */
             return;
         }
         while (w > 0) {

@@ -541,9 +541,13 @@ static void rx_pump(struct iw_conn *c, bool *got);
  * that stops mid-FPDU is timed out (iw_check_overdue), even with nothing of ours waiting. */
 void iw_rx_pump(struct iw_conn *c)
 {
-    bool got = false, partial;
+    bool got = false, partial, nested = c->in_rx;
 
+    c->in_rx = true;
     rx_pump(c, &got);
+    c->in_rx = nested;
+    if (!nested && !c->dead && c->tx_errno)
+        iw_sock_failed(c, c->tx_errno);
 
     partial = !c->dead && (c->rx_state != RX_HDR || c->rx_lo < c->rx_hi);
     if (!partial)

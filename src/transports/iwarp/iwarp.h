@@ -100,6 +100,13 @@ struct iw_conn {
     int sock;
     bool crc, dead, completing;
     /*
+     * A send failed (EPIPE, ECONNRESET): the peer may have sent a Terminate and closed, and
+     * that Terminate is still in our receive queue. The failure waits until the receive side
+     * has read what is there, so the request the Terminate names gets its reason.
+     */
+    int tx_errno;
+    bool in_rx;                     /* iw_rx_pump is running (it may call iw_tx_pump) */
+    /*
      * Towards a netdirect peer (nd_peer) a Send or Write completes when a later Read
      * Response proves it placed (a zero-length Read, a fence, follows the last of a batch).
      * Towards any other peer no fence is sent: it completes once the socket has taken its
