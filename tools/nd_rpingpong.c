@@ -5,9 +5,11 @@
  * the last byte carrying a sequence number; the server watches its own memory for that
  * byte and Writes back the same way. Half the round trip is the latency. Both sides poll
  * their CQ while they watch (to reap their Writes' completions, and so that a transport
- * that needs a poller to move bytes gets one).
+ * that needs a poller to move bytes gets one); with -W they only read the byte, and reap
+ * after it changed, as ND's ndrpingpong does (the transport's own thread then places the
+ * peer's Write).
  *   nd_rpingpong -s <ip>[:port]       server
- *   nd_rpingpong -c <ip>[:port]       client   [-S size] [-M max] [-i iterations] [--json]
+ *   nd_rpingpong -c <ip>[:port]       client   [-W] [-S size] [-M max] [-i iterations] [--json]
  */
 #include "nd_tool.h"
 
@@ -37,13 +39,16 @@ static void reap(struct side *s)
 }
 
 /* Wait until the last byte of our buffer's [0, size) reads @seq. */
-static void watch(struct side *s, uint32_t size, uint8_t seq)
+static void watch(struct side *s, uint32_t size, uint8_t seq, bool watch_only)
 {
     volatile uint8_t *last = (volatile uint8_t *)s->e.buf + size - 1;
 
     while (*last != seq)
-        reap(s);
+        if (!watch_only)
+            reap(s);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (watch_only)
+        reap(s);
 }
 
 static void write_to_peer(struct side *s, uint32_t size, uint8_t seq)
@@ -59,15 +64,15 @@ static void write_to_peer(struct side *s, uint32_t size, uint8_t seq)
 }
 
 /* @iters round trips of @size; the sequence byte starts where the last run left it. */
-static void run(struct side *s, uint32_t size, uint32_t iters, bool client, uint8_t *seq)
+static void run(struct side *s, uint32_t size, uint32_t iters, bool client, bool watch_only, uint8_t *seq)
 {
     for (uint32_t i = 0; i < iters; i++) {
         (*seq)++;
         if (client) {
             write_to_peer(s, size, *seq);
-            watch(s, size, *seq);
+            watch(s, size, *seq, watch_only);
         } else {
-            watch(s, size, *seq);
+            watch(s, size, *seq, watch_only);
             write_to_peer(s, size, *seq);
         }
     }
@@ -75,7 +80,7 @@ static void run(struct side *s, uint32_t size, uint32_t iters, bool client, uint
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: nd_rpingpong -s|-c <ip>[:port] [-S size] [-M max size] [-i iterations] [-a] [--json]\n");
+    fprintf(stderr, "usage: nd_rpingpong -s|-c <ip>[:port] [-W] [-S size] [-M max size] [-i iterations] [-a] [--json]\n");
     exit(2);
 }
 
@@ -85,18 +90,18 @@ int main(int argc, char **argv)
     struct tool_opts o = { .max_size = 64u << 10 };
     struct hello {
         struct target t;
-        uint32_t plan[3];           /* size, max size, iterations: both sides run the client's */
+        uint32_t plan[4];           /* size, max size, iterations, -W: both sides run the client's */
     } in = { 0 };
     uint32_t tl = sizeof(struct target), hl = sizeof(in);
     uint8_t seq = 0;
 
-    if (!tool_parse(argc, argv, "SMia", DEFAULT_PORT, &o) || o.size > MAX_SIZE || o.max_size > MAX_SIZE ||
+    if (!tool_parse(argc, argv, "SMiaW", DEFAULT_PORT, &o) || o.size > MAX_SIZE || o.max_size > MAX_SIZE ||
         o.max_size < 1)
         usage();
     s.e.shared = o.shared_mem;
     tool_open(&s.e, &o.addr, 2 * MAX_SIZE, 40, 1);
     struct hello mine = { { (uint64_t)(uintptr_t)s.e.buf, nd_mr_get_remote_token(s.e.mr) },
-                          { o.size, o.max_size, o.iters } };
+                          { o.size, o.max_size, o.iters, o.watch_only } };
     uint32_t *plan = mine.plan;
     if (o.server) {
         tool_accept_pd(&s.e, &o.addr, &mine.t, sizeof(mine.t), &in, &hl);
@@ -113,9 +118,9 @@ int main(int argc, char **argv)
     for (uint32_t sz = plan[0] ? plan[0] : 1; sz <= (plan[0] ? plan[0] : plan[1]); sz *= 2) {
         uint32_t n = plan[2] ? plan[2] : sz <= 4096 ? 50000 : 5000;
 
-        run(&s, sz, 500, !server, &seq);     /* warm-up */
+        run(&s, sz, 500, !server, plan[3], &seq);     /* warm-up */
         double t0 = tool_now_us(), c0 = tool_cpu_us();
-        run(&s, sz, n, !server, &seq);
+        run(&s, sz, n, !server, plan[3], &seq);
         double us = tool_now_us() - t0, cpu = tool_cpu_us() - c0;
         if (!server && json)
             printf("{\"op\":\"write\",\"size\":%u,\"iterations\":%u,\"latency_us\":%.3f,\"cpu_percent\":%.1f}\n", sz, n,

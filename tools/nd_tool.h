@@ -73,7 +73,7 @@ static inline bool tool_local_addr(const struct sockaddr_in *dest, struct sockad
 
 /* The options ND's tools share; each tool accepts the subset its letters name. */
 struct tool_opts {
-    bool server, json, blocking, read, shared_mem, pause_polls;
+    bool server, json, blocking, read, shared_mem, pause_polls, watch_only;
     struct sockaddr_in addr;
     uint32_t nsge, depth, size, max_size, iters;
 };
@@ -82,7 +82,8 @@ struct tool_opts {
  * -s|-c <ip>[:port] and --json always; then any of -b -p (blocking, polling), -w -r (Write,
  * Read), -n sge, -q depth, -S size, -M max size, -i iterations, -a (buffers from
  * nd_alloc_memory, which same-host peers map), -P (polling: a pause instruction after each
- * empty poll, as a spin loop on a CPU's sibling thread should) that @accept lists. The caller sets the
+ * empty poll, as a spin loop on a CPU's sibling thread should), -W (watch memory without
+ * polling, as ND's ndrpingpong does) that @accept lists. The caller sets the
  * defaults in @o first. false: a bad or incomplete command line.
  */
 static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_t def_port, struct tool_opts *o)
@@ -115,6 +116,7 @@ static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_
         case 'j': o->json = true; break;
         case 'a': o->shared_mem = true; break;
         case 'P': o->pause_polls = true; break;
+        case 'W': o->watch_only = true; break;
         default: return false;
         }
     }

@@ -3,8 +3,11 @@
 # Run the ND SDK's programs, as built by scripts/nd-sdk-build.sh, on netdirect: the pairs
 # as a server and a client process, the others alone, over each transport asked for.
 #
-#   tests/spi/sdk_run.sh BIN_DIR [shm|iwarp|both] [ADDRESS]
+#   tests/spi/sdk_run.sh BIN_DIR [shm|iwarp|netns|both|all] [ADDRESS]
 #
+# netns: the server side in one network namespace (198.51.100.1) and the client side in
+# another (198.51.100.2), over iwarp, namespaces made for the run and removed after (root);
+# ndmpic runs there too (its ranks need an address each). both = shm iwarp; all = all three.
 # A line per run: PASS or FAIL, the exit status of each side and the time taken; output
 # goes to BIN_DIR/run-TRANSPORT-PROGRAM.{server,client}.log. Exit status 1 if any failed.
 set -u
@@ -12,14 +15,18 @@ bin=$(cd "$1" && pwd) || exit 2
 modes=${2:-both}
 addr=${3:-127.0.0.1}
 [ "$modes" = both ] && modes="shm iwarp"
+[ "$modes" = all ] && modes="shm iwarp netns"
 failed=0
+srv= cli= peer=${ND_SDK_PEER:-}
+lib=$(dirname "$0")/../netns_lib.sh
+case " $modes " in *" netns "*) . "$lib" ;; esac
 
 # The server is ready once its listening TCP socket exists (ND's CM listens on TCP on
 # every transport); a server that exits first ends the wait.
 wait_listen() {   # port pid
     i=0
     while [ $i -lt 200 ]; do
-        ss -Hltn "sport = :$1" 2>/dev/null | grep -q LISTEN && return 0
+        $srv ss -Hltn "sport = :$1" 2>/dev/null | grep -q LISTEN && return 0
         kill -0 "$2" 2>/dev/null || return 1
         sleep 0.05
         i=$((i + 1))
@@ -37,7 +44,7 @@ run_single() {   # label, program, args...
     shift 2
     log=$bin/run-$mode-$label.log
     t0=$(date +%s.%N)
-    ND_TRANSPORT=$mode timeout 300 "$bin/$prog" "$@" > "$log" 2>&1
+    $srv env ND_TRANSPORT=$transport timeout 300 "$bin/$prog" "$@" > "$log" 2>&1
     rc=$?
     t=$(echo "$(date +%s.%N) - $t0" | bc)
     [ $rc -eq 0 ] && report "$label" PASS "rc=0 ${t}s" || report "$label" FAIL "rc=$rc ${t}s ($log)"
@@ -48,7 +55,7 @@ run_pair() {   # label, program, port, server args, client args (each one quoted
     slog=$bin/run-$mode-$label.server.log clog=$bin/run-$mode-$label.client.log
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
-    ND_TRANSPORT=$mode timeout 300 "$bin/$prog" $sargs > "$slog" 2>&1 &
+    $srv env ND_TRANSPORT=$transport timeout 300 "$bin/$prog" $sargs > "$slog" 2>&1 &
     spid=$!
     if ! wait_listen "$port" "$spid"; then
         wait "$spid"
@@ -61,7 +68,7 @@ run_pair() {   # label, program, port, server args, client args (each one quoted
         spid=
     fi
     # shellcheck disable=SC2086
-    ND_TRANSPORT=$mode timeout 300 "$bin/$prog" $cargs > "$clog" 2>&1
+    $cli env ND_TRANSPORT=$transport timeout 300 "$bin/$prog" $cargs > "$clog" 2>&1
     crc=$?
     if [ -n "$spid" ]; then
         wait "$spid"
@@ -81,9 +88,9 @@ run_pair() {   # label, program, port, server args, client args (each one quoted
 run_ndconn() {
     slog=$bin/run-$mode-ndconn.server.log clog=$bin/run-$mode-ndconn.client.log
     t0=$(date +%s.%N)
-    ND_TRANSPORT=$mode timeout 300 "$bin/ndconn" -c "$addr:54321" > "$clog" 2>&1 &
+    $cli env ND_TRANSPORT=$transport timeout 300 "$bin/ndconn" -c "$addr:54321" > "$clog" 2>&1 &
     cpid=$!
-    ND_TRANSPORT=$mode timeout 300 "$bin/ndconn" -s "$addr:54321" > "$slog" 2>&1
+    $srv env ND_TRANSPORT=$transport timeout 300 "$bin/ndconn" -s "$addr:54321" > "$slog" 2>&1
     src=$?
     wait "$cpid"
     crc=$?
@@ -100,7 +107,13 @@ memtests="NdConnClose NdConnListenClosing NdConnReject NdDualConnection NdDualLi
           NdMRInvalidBuffer NdOverRead NdOverWrite NdQpMax NdReceiveFlushQP NdSendNoReceive
           NdReceiveConnClosed NdWriteViolation"
 
+addr0=$addr
 for mode in $modes; do
+    transport=$mode srv= cli= addr=$addr0 peer=${ND_SDK_PEER:-}
+    if [ "$mode" = netns ]; then
+        # shellcheck disable=SC2154  # set by netns_lib.sh
+        transport=iwarp srv="ip netns exec $ns_a" cli="ip netns exec $ns_b" addr=198.51.100.1 peer=198.51.100.2
+    fi
     run_single ndadapterinfo ndadapterinfo "$addr"
     run_single ndcat ndcat "$addr"
     run_single ndmrlat ndmrlat "$addr"
@@ -116,7 +129,7 @@ for mode in $modes; do
     run_ndconn
     run_pair ndmval ndmval 54331 "-s $addr:54331" "-c $addr:54331"
     run_pair ndmw ndmw 54323 "-s $addr:54323" "-c $addr:54323"
-    [ -n "${ND_SDK_PEER:-}" ] && run_pair ndmpic ndmpic 54324 "-s $addr $ND_SDK_PEER" "-c $ND_SDK_PEER $addr"
+    [ -n "$peer" ] && run_pair ndmpic ndmpic 54324 "-s $addr $peer" "-c $peer $addr"
     for t in $memtests; do
         run_pair "ndmemorytest $t" ndmemorytest 54322 "-s -t $t $addr:54322" "-c -t $t $addr:54322"
     done

@@ -13,6 +13,9 @@
  * (and serves once) those whose polls stopped, and sends answers a poller held back. It
  * sleeps without a tick once no connection was polled for IDLE_AFTER_NS; the next poll
  * wakes it (iw_engine_note_poll). A poller going to sleep hands back at once (iw_idle).
+ * A poll is no promise of the next: a program that polls its CQ only after a peer's Write
+ * changed its memory would leave parked input unread until the polls count as stopped, so
+ * parked input no poll took soon is served by the engine (rescue_parked).
  *
  * Lifetime: epoll events carry a slot number and generation, never a pointer; the engine
  * looks the connection up under its lock and takes a QP reference before dropping that
@@ -33,6 +36,7 @@
 #define WAKE_KEY UINT64_MAX
 #define STALL_TICK_MS 5             /* how often a Send waiting for a receive is retried */
 #define PARK_TICK_MS 4              /* the tick while applications poll */
+#define RESCUE_TICK_MS 1            /* while parked input waits for its poller (IW_RESCUE_NS) */
 #define IDLE_AFTER_NS (50ull * 1000000)  /* no polls for this long: stop ticking */
 #define WATCH_TICK_MS 100           /* with connections: how often overdue Reads are looked for */
 
@@ -44,6 +48,7 @@ struct iw_engine {
     struct iw_conn **conns;
     uint32_t *gen;
     uint32_t cap, count, parked;
+    uint32_t parked_input;          /* connections with parked_input_ns set (atomic; changed under the lock) */
     bool ticking;                   /* atomic: see iw_engine_note_poll */
     bool stop, detached;
 };
@@ -108,6 +113,10 @@ static void set_parked(struct iw_engine *e, struct iw_conn *c, bool on)
 
     if (c->parked == on)
         return;
+    if (!on && c->parked_input_ns) {
+        c->parked_input_ns = 0;     /* whoever un-parks serves what is there */
+        __atomic_sub_fetch(&e->parked_input, 1, __ATOMIC_RELAXED);
+    }
     c->parked = on;
     __atomic_store_n(&e->parked, e->parked + (on ? 1 : (uint32_t)-1), __ATOMIC_RELAXED);
     ev.events = watch_events(c);
@@ -121,22 +130,71 @@ static bool app_polls(struct iw_conn *c, uint64_t now, uint64_t within)
     return t && (int64_t)(now - t) < (int64_t)within;     /* t may be newer than now */
 }
 
-/* Input for @key while its application polls: leave it to the poller. */
+/* Whether @c may be left to its poller now: it polled within @within, and no rescue of
+ * late (parked input its poller never took) says the poller does not look for input. */
+static bool may_park(struct iw_conn *c, uint64_t now, uint64_t within)
+{
+    return app_polls(c, now, within) && (int64_t)(now - c->no_park_until) >= 0;
+}
+
+/* Input for @key while its application polls: leave it to the poller, and look again
+ * after IW_RESCUE_NS (rescue_parked). */
 static bool park_if_polled(struct iw_engine *e, uint64_t key, uint32_t events)
 {
     uint32_t slot = (uint32_t)key;
+    uint64_t now = nd_now_ns();
     bool parked = false;
 
     if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLOUT))
         return false;
     pthread_mutex_lock(&e->lock);
     if (slot < e->cap && e->conns[slot] && e->gen[slot] == (uint32_t)(key >> 32) &&
-        app_polls(e->conns[slot], nd_now_ns(), IW_POLL_RECENT_NS)) {
-        set_parked(e, e->conns[slot], true);
+        may_park(e->conns[slot], now, IW_POLL_RECENT_NS)) {
+        struct iw_conn *c = e->conns[slot];
+
+        set_parked(e, c, true);
+        if (!c->parked_input_ns)
+            __atomic_add_fetch(&e->parked_input, 1, __ATOMIC_RELAXED);
+        c->parked_input_ns = now;
         parked = true;
     }
     pthread_mutex_unlock(&e->lock);
     return parked;
+}
+
+/*
+ * Parked input that no poll has taken for IW_RESCUE_NS: watch and serve that connection
+ * again (keys to @keys, how many returned), and do not park it for a span that doubles
+ * with each rescue in a row. A poll after the parking means the poller takes its input:
+ * the span starts over.
+ */
+static uint32_t rescue_parked(struct iw_engine *e, uint64_t *keys, uint32_t max)
+{
+    uint64_t now = nd_now_ns();
+    uint32_t n = 0;
+
+    pthread_mutex_lock(&e->lock);
+    for (uint32_t slot = 0; slot < e->cap && __atomic_load_n(&e->parked_input, __ATOMIC_RELAXED) && n < max; slot++) {
+        struct iw_conn *c = e->conns[slot];
+        uint64_t since = c ? c->parked_input_ns : 0;
+
+        if (!since)
+            continue;
+        if ((int64_t)(__atomic_load_n(&c->polled_ns, __ATOMIC_RELAXED) - since) > 0) {
+            c->parked_input_ns = 0;
+            __atomic_sub_fetch(&e->parked_input, 1, __ATOMIC_RELAXED);
+            c->no_park_span = 0;
+        } else if (now - since >= IW_RESCUE_NS) {
+            set_parked(e, c, false);
+            c->no_park_span = !c->no_park_span ? IW_NO_PARK_MIN_NS
+                              : c->no_park_span * 2 > IW_NO_PARK_MAX_NS ? IW_NO_PARK_MAX_NS
+                                                                        : c->no_park_span * 2;
+            c->no_park_until = now + c->no_park_span;
+            keys[n++] = key_of(e, slot);
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    return n;
 }
 
 /*
@@ -164,7 +222,7 @@ static uint32_t tick_polled(struct iw_engine *e, uint64_t *keys, uint32_t max, b
         }
         *active |= app_polls(c, now, IDLE_AFTER_NS);
         owed = __atomic_load_n(&c->owed_since, __ATOMIC_RELAXED);
-        if (app_polls(c, now, IW_POLL_GONE_NS)) {
+        if (may_park(c, now, IW_POLL_GONE_NS)) {
             set_parked(e, c, true);
             if (owed && (int64_t)(coarse - owed) >= (int64_t)IW_POLL_GONE_NS)
                 keys[n++] = key_of(e, slot);
@@ -341,7 +399,9 @@ static void *engine_main(void *arg)
 
     while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
         bool ticking = __atomic_load_n(&e->ticking, __ATOMIC_SEQ_CST);
-        int tick = ticking ? PARK_TICK_MS : stalled ? STALL_TICK_MS
+        /* parked_input is read without the lock: a stale value costs one tick. */
+        int tick = __atomic_load_n(&e->parked_input, __ATOMIC_RELAXED) ? RESCUE_TICK_MS
+                   : ticking ? PARK_TICK_MS : stalled ? STALL_TICK_MS
                    : __atomic_load_n(&e->count, __ATOMIC_RELAXED) ? WATCH_TICK_MS : -1;
         int n = epoll_wait(e->epfd, ev, 64, tick);
         bool want_sweep = false;
@@ -366,6 +426,18 @@ static void *engine_main(void *arg)
         }
         if (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
             break;
+        if (__atomic_load_n(&e->parked_input, __ATOMIC_RELAXED)) {
+            uint64_t keys[64];
+            uint32_t k = rescue_parked(e, keys, 64);
+
+            for (uint32_t i = 0; i < k; i++) {
+                struct iw_conn *c = NULL;
+                struct nd_qp *qp = lookup(e, keys[i], &c);
+
+                if (qp && serve(qp, c, EPOLLIN))
+                    stalled = true;
+            }
+        }
         /* A Send that waits for a receive is retried on a tick, so its RNR bound holds. */
         if (want_sweep || (stalled && nd_now_ns() - last_sweep >= STALL_TICK_MS * 1000000ull)) {
             stalled = sweep(e);
@@ -519,6 +591,8 @@ void iw_engine_remove(struct iw_conn *c)
     __atomic_sub_fetch(&e->count, 1, __ATOMIC_RELAXED);
     if (c->parked)
         __atomic_store_n(&e->parked, e->parked - 1, __ATOMIC_RELAXED);
+    if (c->parked_input_ns)
+        __atomic_sub_fetch(&e->parked_input, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&e->lock);
     c->eng = NULL;
 }

@@ -31,6 +31,9 @@ uint32_t iw_timeout_ms(void);
 #define IW_POLL_RECENT_NS (100ull * 1000)
 /* ...and takes it back when the polls stop for this long (or the poller goes to sleep). */
 #define IW_POLL_GONE_NS (4000ull * 1000)
+#define IW_RESCUE_NS (200ull * 1000)        /* parked input no poll took: the engine serves it */
+#define IW_NO_PARK_MIN_NS (20ull * 1000000) /* first span of not parking after a rescue */
+#define IW_NO_PARK_MAX_NS (5000ull * 1000000)
 
 /* transport options carried in nd_cm_msg.xport_opts */
 #define IW_OPT_CRC 0x1u             /* the peer asked for CRC */
@@ -129,6 +132,15 @@ struct iw_conn {
     uint64_t owed_polled_ns;
     uint64_t polled_ns;             /* last poll by an application thread (atomic) */
     bool parked;                    /* the engine does not watch the socket (engine lock) */
+    /*
+     * Input the engine left to a poller when it parked the socket (nd_now_ns; 0: none). A
+     * poller that does not come (one spinning on memory for a peer's Write, polling its CQ
+     * only after) leaves it unread: the engine serves it after IW_RESCUE_NS, and parks no
+     * more until no_park_until, a span that doubles each time it had to (engine lock).
+     */
+    uint64_t parked_input_ns;
+    uint64_t no_park_until;
+    uint64_t no_park_span;
     bool out_armed;                 /* the engine watches for send room (engine lock) */
     bool got_term;                  /* the peer sent a Terminate: */
     nd_status term_status;          /* what it means for the request it names */

@@ -1,0 +1,71 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The ND SDK's ndpingpong / ndrpingpong (built unchanged on the SPI by scripts/nd-sdk-build.sh)
+# against netdirect's own nd_pingpong / nd_rpingpong, polling, one host, interleaved in one
+# run: median half round trip of $RUNS runs each, for 8 B and 64 B, on shm and on iwarp,
+# and the ratio SDK / ND. The SDK programs sweep every size from 1 B to 4 MiB; their 8 B and
+# 64 B rows are taken. ndrpingpong prints the whole round trip (ndpingpong and both of ours
+# print half of it): its figure is halved here.
+# Usage: bench/spi_compare.sh SDK_BIN_DIR [build-dir]
+set -u
+sdk=$1
+build=${2:-build}
+RUNS=${RUNS:-5}
+ITERS=100000              # the SDK programs' x_MaxIterations, so both do as many round trips
+PORT_BASE=30500
+. "$(dirname "$0")/lib.sh"
+
+# The SDK programs' clients do not retry: the server is ready once its TCP listener exists.
+wait_listen() {
+    i=0
+    while [ $i -lt 200 ]; do
+        ss -Hltn "sport = :$1" 2>/dev/null | grep -q LISTEN && return 0
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
+# sdk_pair <program> <transport> <divisor>: one SDK run; prints "<size> <half round trip us>"
+# for 8 and 64.
+sdk_pair() {
+    next_port
+    ND_TRANSPORT=$2 "$sdk/$1" -s -p "127.0.0.1:$port" > /dev/null 2>&1 &
+    wait_listen "$port" || { echo "$1 server did not listen" >&2; return 1; }
+    ND_TRANSPORT=$2 "$sdk/$1" -c -p "127.0.0.1:$port" 2>/dev/null |
+        awk -v d="$3" '$1 == "8l" || $1 == "64l" { print $1 + 0, $3 / d }'
+    wait
+}
+
+# nd_run <tool> <transport> <size>: netdirect's tool, the same number of round trips.
+nd_run() {
+    ND_TRANSPORT=$2 nd_pair "$1" -p -S "$3" -i "$ITERS" | field latency_us
+}
+
+for t in shm iwarp; do
+    for r in $(seq "$RUNS"); do
+        for s in 8 64; do
+            nd_run nd_pingpong "$t" "$s" >> "$tmp/nd-pp-$t-$s"
+            nd_run nd_rpingpong "$t" "$s" >> "$tmp/nd-rpp-$t-$s"
+        done
+        sdk_pair ndpingpong "$t" 1 > "$tmp/out"
+        for s in 8 64; do awk -v s="$s" '$1 == s { print $2 }' "$tmp/out" >> "$tmp/sdk-pp-$t-$s"; done
+        sdk_pair ndrpingpong "$t" 2 > "$tmp/out"
+        for s in 8 64; do awk -v s="$s" '$1 == s { print $2 }' "$tmp/out" >> "$tmp/sdk-rpp-$t-$s"; done
+    done
+done
+
+echo "## ND SDK programs on the SPI against netdirect's tools ($(date -u +%Y-%m-%d), $(nproc) CPUs, medians of $RUNS interleaved runs)"
+echo
+echo "| transport | test | size | ND tool (us) | SDK program (us) | SDK / ND |"
+echo "|---|---|---|---|---|---|"
+for t in shm iwarp; do
+    for p in pp rpp; do
+        case $p in pp) name="nd_pingpong / ndpingpong" ;; *) name="nd_rpingpong / ndrpingpong" ;; esac
+        for s in 8 64; do
+            a=$(median < "$tmp/nd-$p-$t-$s")
+            b=$(median < "$tmp/sdk-$p-$t-$s")
+            echo "| $t | $name | $s B | $a | $b | $(ratio "$b" "$a") |"
+        done
+    done
+done
