@@ -2,10 +2,14 @@
 # SPDX-License-Identifier: MIT
 # The ND SDK's ndpingpong / ndrpingpong (built unchanged on the SPI by scripts/nd-sdk-build.sh)
 # against netdirect's own nd_pingpong / nd_rpingpong, polling, one host, interleaved in one
-# run: median half round trip of $RUNS runs each, for 8 B and 64 B, on shm and on iwarp,
+# run, each tool in the SDK program's order of calls (nd_pingpong -N, nd_rpingpong -W), so
+# that the difference is the SPI's: median half round trip of $RUNS runs each, for 8 B and 64 B, on shm and on iwarp,
 # and the ratio SDK / ND. The SDK programs sweep every size from 1 B to 4 MiB; their 8 B and
 # 64 B rows are taken. ndrpingpong prints the whole round trip (ndpingpong and both of ours
-# print half of it): its figure is halved here.
+# print half of it): its figure is halved here. ndrpingpong runs on shm only: it reads its
+# memory without polling, so over iwarp each Write waits for the receiving process's
+# progress thread to get a CPU from the spinning threads (nd_rpingpong -W shows the same),
+# and its 1.5 million round trips do not finish on a small host.
 # Usage: bench/spi_compare.sh SDK_BIN_DIR [build-dir]
 set -u
 sdk=$1
@@ -37,19 +41,22 @@ sdk_pair() {
     wait
 }
 
-# nd_run <tool> <transport> <size>: netdirect's tool, the same number of round trips.
+# nd_run <tool> <transport> <size> [options]: netdirect's tool, as many round trips.
 nd_run() {
-    ND_TRANSPORT=$2 nd_pair "$1" -p -S "$3" -i "$ITERS" | field latency_us
+    tool=$1 tr=$2 size=$3
+    shift 3
+    ND_TRANSPORT=$tr nd_pair "$tool" -S "$size" -i "$ITERS" "$@" | field latency_us
 }
 
 for t in shm iwarp; do
     for r in $(seq "$RUNS"); do
         for s in 8 64; do
-            nd_run nd_pingpong "$t" "$s" >> "$tmp/nd-pp-$t-$s"
-            nd_run nd_rpingpong "$t" "$s" >> "$tmp/nd-rpp-$t-$s"
+            nd_run nd_pingpong "$t" "$s" -p -N >> "$tmp/nd-pp-$t-$s"
+            [ "$t" = shm ] && nd_run nd_rpingpong "$t" "$s" -W >> "$tmp/nd-rpp-$t-$s"
         done
         sdk_pair ndpingpong "$t" 1 > "$tmp/out"
         for s in 8 64; do awk -v s="$s" '$1 == s { print $2 }' "$tmp/out" >> "$tmp/sdk-pp-$t-$s"; done
+        [ "$t" = shm ] || continue
         sdk_pair ndrpingpong "$t" 2 > "$tmp/out"
         for s in 8 64; do awk -v s="$s" '$1 == s { print $2 }' "$tmp/out" >> "$tmp/sdk-rpp-$t-$s"; done
     done
@@ -61,7 +68,8 @@ echo "| transport | test | size | ND tool (us) | SDK program (us) | SDK / ND |"
 echo "|---|---|---|---|---|---|"
 for t in shm iwarp; do
     for p in pp rpp; do
-        case $p in pp) name="nd_pingpong / ndpingpong" ;; *) name="nd_rpingpong / ndrpingpong" ;; esac
+        [ "$p" = rpp ] && [ "$t" != shm ] && continue
+        case $p in pp) name="nd_pingpong -N / ndpingpong" ;; *) name="nd_rpingpong -W / ndrpingpong" ;; esac
         for s in 8 64; do
             a=$(median < "$tmp/nd-$p-$t-$s")
             b=$(median < "$tmp/sdk-$p-$t-$s")

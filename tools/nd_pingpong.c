@@ -4,7 +4,10 @@
  * echoes; latency is half the round trip. -p polls the CQ (default), -b arms it and
  * sleeps in GetOverlappedResult.
  *   nd_pingpong -s <ip>[:port]       server
- *   nd_pingpong -c <ip>[:port]       client   [-b|-p] [-P] [-n sge] [-S size] [-i iterations] [--json]
+ *   nd_pingpong -c <ip>[:port]       client   [-b|-p] [-P] [-N] [-n sge] [-S size] [-i iterations] [--json]
+ * -N calls in ndpingpong's order (each side re-posts its receive before it replies and
+ * waits for each Send's completion), so that the SDK program on the SPI can be compared
+ * with the same calls made on the C API.
  */
 #include "nd_tool.h"
 
@@ -63,9 +66,57 @@ static void run_size(struct tool_ep *e, const struct tool_opts *o, uint32_t size
     }
 }
 
+/* Until a Send's (@want_send) or a receive's completion is in; completions of the other
+ * kind that come first are counted for later, as ndpingpong's flags keep them. */
+static void await_kind(struct tool_ep *e, uint32_t *sends, uint32_t *recvs, bool want_send)
+{
+    uint32_t *want = want_send ? sends : recvs;
+
+    while (!*want) {
+        nd_result r = tool_next(e);
+
+        if (r.request_type == ND_REQUEST_TYPE_SEND)
+            (*sends)++;
+        else
+            (*recvs)++;
+    }
+    (*want)--;
+}
+
+/* ndpingpong's Ping (client) and Pong (server), on the C API. Its buffers come from the
+ * heap, 16 bytes past a cache line (malloc's header on an mmapped block): ours start there
+ * too, so that a 64-byte message spans the same two lines. */
+#define SDK_BUF_OFFSET 16u
+#define SDK_QUEUE_DEPTH 64u
+static void run_size_sdk_order(struct tool_ep *e, uint32_t size, uint32_t iters, bool client)
+{
+    nd_sge sge = { (uint8_t *)e->buf + SDK_BUF_OFFSET, size, e->token }, rsge = receive_sge(e);
+    uint32_t flags = size < e->inline_threshold ? ND_OP_FLAG_INLINE : 0, sends = 0, recvs = 0;
+
+    rsge.buffer = (uint8_t *)rsge.buffer + SDK_BUF_OFFSET;
+    rsge.buffer_length -= SDK_BUF_OFFSET;
+    /* ndpingpong keeps its queue depth (64) of receives posted; ours has two up to here. */
+    for (; e->extra_receives < SDK_QUEUE_DEPTH - 2; e->extra_receives++)
+        TOOL_CHECK(nd_qp_receive(e->qp, NULL, &rsge, 1));
+
+    for (uint32_t i = 0; i < iters; i++) {
+        if (client) {
+            TOOL_CHECK(nd_qp_send(e->qp, NULL, &sge, 1, flags));
+            await_kind(e, &sends, &recvs, true);
+            await_kind(e, &sends, &recvs, false);
+            TOOL_CHECK(nd_qp_receive(e->qp, NULL, &rsge, 1));
+        } else {
+            await_kind(e, &sends, &recvs, false);
+            TOOL_CHECK(nd_qp_receive(e->qp, NULL, &rsge, 1));
+            TOOL_CHECK(nd_qp_send(e->qp, NULL, &sge, 1, flags));
+            await_kind(e, &sends, &recvs, true);
+        }
+    }
+}
+
 static void usage(void)
 {
-    fprintf(stderr, "usage: nd_pingpong -s|-c <ip>[:port] [-b|-p] [-P] [-n sge] [-S size] [-M max size] "
+    fprintf(stderr, "usage: nd_pingpong -s|-c <ip>[:port] [-b|-p] [-P] [-N] [-n sge] [-S size] [-M max size] "
                     "[-i iterations] [-a] [--json]\n");
     exit(2);
 }
@@ -74,9 +125,9 @@ int main(int argc, char **argv)
 {
     struct tool_ep e = { 0 };
     struct tool_opts o = { .nsge = 1, .max_size = 1u << 20 };
-    uint32_t sizes[32], nsizes = 0, hdr[3];
+    uint32_t sizes[32], nsizes = 0, hdr[4];
 
-    if (!tool_parse(argc, argv, "bpnSMiaP", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > MAX_SGE || o.max_size > MAX_SIZE ||
+    if (!tool_parse(argc, argv, "bpnSMiaPN", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > MAX_SGE || o.max_size > MAX_SIZE ||
         o.size > MAX_SIZE)
         usage();
     bool blocking = o.blocking;
@@ -103,7 +154,10 @@ int main(int argc, char **argv)
             if (hdr[0] == 0)
                 break;
             o.nsge = hdr[2];
-            run_size(&e, &o, hdr[1], hdr[0], false);
+            if (hdr[3])
+                run_size_sdk_order(&e, hdr[1], hdr[0], false);
+            else
+                run_size(&e, &o, hdr[1], hdr[0], false);
         }
         tool_close(&e);
         return 0;
@@ -121,16 +175,23 @@ int main(int argc, char **argv)
         hdr[0] = iters + 1000;   /* the first 1000 are warm-up */
         hdr[1] = sizes[i];
         hdr[2] = o.nsge;
+        hdr[3] = o.sdk_order;
         memcpy(e.buf, hdr, sizeof(hdr));
         TOOL_CHECK(nd_qp_send(e.qp, NULL, &cs, 1, ND_OP_FLAG_INLINE));
         tool_next(&e);
         /* The first 1000 round trips count system calls (the tracepoint slows each call,
          * so they are not timed) and warm up; the rest are timed. */
         int counter = tool_counter_start();     /* -1 (reported as -1) without tracefs or rights */
-        run_size(&e, &o, sizes[i], 1000, true);
+        if (o.sdk_order)
+            run_size_sdk_order(&e, sizes[i], 1000, true);
+        else
+            run_size(&e, &o, sizes[i], 1000, true);
         long long calls = tool_counter_stop(counter);
         double t0 = tool_now_us(), c0 = tool_cpu_us();
-        run_size(&e, &o, sizes[i], iters, true);
+        if (o.sdk_order)
+            run_size_sdk_order(&e, sizes[i], iters, true);
+        else
+            run_size(&e, &o, sizes[i], iters, true);
         double us = tool_now_us() - t0, cpu = tool_cpu_us() - c0;
         double per_rt = calls < 0 ? -1 : (double)calls / 1000;
         double lat = us / iters / 2, bps = 2.0 * sizes[i] * iters / (us / 1e6);

@@ -27,6 +27,8 @@ struct tool_ep {
     void *buf;
     size_t len;
     uint32_t token;
+    uint32_t inline_threshold;      /* the adapter's inline_request_threshold */
+    uint32_t extra_receives;        /* posted beyond a tool's own count (nd_pingpong -N) */
     bool blocking;
     bool pause_polls;               /* -P: a pause instruction after each empty poll */
     bool shared;                    /* buf from nd_alloc_memory (set before tool_open: -a) */
@@ -73,7 +75,7 @@ static inline bool tool_local_addr(const struct sockaddr_in *dest, struct sockad
 
 /* The options ND's tools share; each tool accepts the subset its letters name. */
 struct tool_opts {
-    bool server, json, blocking, read, shared_mem, pause_polls, watch_only;
+    bool server, json, blocking, read, shared_mem, pause_polls, watch_only, sdk_order;
     struct sockaddr_in addr;
     uint32_t nsge, depth, size, max_size, iters;
 };
@@ -83,7 +85,8 @@ struct tool_opts {
  * Read), -n sge, -q depth, -S size, -M max size, -i iterations, -a (buffers from
  * nd_alloc_memory, which same-host peers map), -P (polling: a pause instruction after each
  * empty poll, as a spin loop on a CPU's sibling thread should), -W (watch memory without
- * polling, as ND's ndrpingpong does) that @accept lists. The caller sets the
+ * polling, as ND's ndrpingpong does), -N (the ND SDK program's order of calls) that @accept
+ * lists. The caller sets the
  * defaults in @o first. false: a bad or incomplete command line.
  */
 static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_t def_port, struct tool_opts *o)
@@ -117,6 +120,7 @@ static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_
         case 'a': o->shared_mem = true; break;
         case 'P': o->pause_polls = true; break;
         case 'W': o->watch_only = true; break;
+        case 'N': o->sdk_order = true; break;
         default: return false;
         }
     }
@@ -187,6 +191,7 @@ static inline void tool_open(struct tool_ep *e, const struct sockaddr_in *local,
         TOOL_CHECK(nd_open_adapter_by_address((const struct sockaddr *)&src, sizeof(src), &e->adapter));
     }
     TOOL_CHECK(nd_adapter_query(e->adapter, &info, &size));
+    e->inline_threshold = info.inline_request_threshold;
     TOOL_CHECK(nd_adapter_create_overlapped_file(e->adapter, &e->port));
     TOOL_CHECK(nd_adapter_create_completion_queue(e->adapter, e->port, depth * 2, 0, 0, &e->cq));
     TOOL_CHECK(nd_adapter_create_queue_pair(e->adapter, e->cq, e->cq, e, depth, depth, nsge, nsge,

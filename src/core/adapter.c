@@ -110,14 +110,21 @@ err:
 
 ND_API nd_status nd_open_adapter(uint64_t adapter_id, nd_adapter **out)
 {
-    struct nd_adapter *a;
     unsigned ifindex = (unsigned)(adapter_id & 0xffffffffu);
-    nd_status st;
 
     if (!out)
         return ND_INVALID_PARAMETER_2;
     if (nd_adapter_id_for_ifindex(ifindex) != adapter_id || !nd_ifindex_exists(ifindex))
         return ND_INVALID_PARAMETER;
+    return nd_adapter_create(ifindex, out);
+}
+
+nd_status nd_adapter_create(unsigned ifindex, struct nd_adapter **out)
+{
+    struct nd_adapter *a;
+    uint64_t adapter_id = nd_adapter_id_for_ifindex(ifindex);
+    nd_status st;
+
     /* The lock bias's one-time membarrier registration, here rather than in the middle of
      * a data path's first few hundred messages. */
     (void)nd_lock_bias_available();

@@ -53,7 +53,7 @@ nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, boo
     pthread_mutex_unlock(&a->lock);
     if (seen)
         return ND_SUCCESS;
-    if (nd_addr_resolve(sa, nd_sockaddr_len(sa), &ifindex) != ND_SUCCESS || ifindex != a->ifindex)
+    if (nd_addr_resolve(sa, nd_sockaddr_len(sa), &ifindex) != ND_SUCCESS || (a->ifindex && ifindex != a->ifindex))
         return ND_INVALID_ADDRESS;
     pthread_mutex_lock(&a->lock);
     a->local_seen = key;

@@ -246,6 +246,9 @@ uint32_t nd_arena_chunk_count(struct nd_adapter *a);
 /* ---- address discovery (addr.c) ---- */
 
 uint64_t nd_adapter_id_for_ifindex(unsigned ifindex);
+/* An adapter on interface @ifindex; 0: on every interface of the network namespace (the
+ * verbs front end's one device), whose addresses its listeners and connectors may use. */
+nd_status nd_adapter_create(unsigned ifindex, struct nd_adapter **out);
 nd_status nd_addr_list(unsigned ifindex_filter, nd_address_list *list, uint32_t *size);
 nd_status nd_addr_resolve(const struct sockaddr *addr, uint32_t len, unsigned *ifindex);
 /* Same family and address (ports aside; an IPv6 scope of 0 matches any). */

@@ -9,7 +9,7 @@ static const struct {
 } knobs[ND_KNOB_COUNT] = {
     [ND_KNOB_LOG] = { "ND_LOG", "warn",
                       "log levels: LEVEL or SUBSYS:LEVEL,... (levels none error warn info debug "
-                      "trace; subsystems core port cq mem srq addr shm iwarp cm)" },
+                      "trace; subsystems core port cq mem srq addr shm iwarp cm verbs)" },
     [ND_KNOB_LOG_FILE] = { "ND_LOG_FILE", "", "append log lines to this file instead of stderr" },
     [ND_KNOB_TRANSPORT] = { "ND_TRANSPORT", "auto",
                             "auto (shm for same-host peers of this uid, iwarp otherwise), shm or iwarp: "
@@ -41,6 +41,10 @@ static const struct {
                                 "of ordinary memory in the region into transparent huge pages (MADV_COLLAPSE), so "
                                 "a peer's cross-memory Write or Read pins one page where it pinned 512; 0: memory "
                                 "is left as it is" },
+    [ND_KNOB_VERBS_PERSONALITY] = { "ND_VERBS_PERSONALITY", "roce",
+                                    "what the verbs front end's device (nd0) reports itself as: roce (an "
+                                    "InfiniBand-transport CA on Ethernet, IPv4-mapped RoCE v2 GIDs) or iwarp (an "
+                                    "iWARP RNIC, as siw); the wire is the same either way" },
 };
 
 const char *nd_env(enum nd_knob knob)

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Completion queues and completion channels.
+ *
+ * A channel is a queue of events in the library and an eventfd in semaphore mode that
+ * holds one count per queued event: applications poll it, make it non-blocking, and
+ * ibv_get_cq_event reads one count and takes the oldest event. A CQ destroyed with events
+ * still queued takes them out; a count left without its event makes a blocking reader
+ * wait again and a non-blocking one return EAGAIN.
+ *
+ * ibv_req_notify_cq arms the core's CQ once (nd_cq_notify): the next completion added, or
+ * the next solicited or failed one, completes that request on the context's port. The
+ * context's event thread waits on the port and queues the CQ's event on its channel: the
+ * application may be blocked in ibv_get_cq_event, with nobody else to notice.
+ */
+#include "verbs_int.h"
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct vb_event {
+    struct vb_event *next;
+    struct vb_cq *cq;
+};
+
+struct vb_channel {
+    struct ibv_comp_channel ch;
+    pthread_mutex_t lock;
+    struct vb_event *head, *tail;
+};
+
+VB_API struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
+{
+    struct vb_channel *c;
+
+    if (!ctx) {
+        errno = EINVAL;
+        return NULL;
+    }
+    c = calloc(1, sizeof(*c));
+    if (!c) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+    if (c->ch.fd < 0) {
+        free(c);
+        return NULL;
+    }
+    c->ch.context = ctx;
+    pthread_mutex_init(&c->lock, NULL);
+    return &c->ch;
+}
+
+VB_API int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+    struct vb_channel *c = (struct vb_channel *)channel;
+
+    if (!channel)
+        return EINVAL;
+    pthread_mutex_lock(&c->lock);
+    if (channel->refcnt) {
+        pthread_mutex_unlock(&c->lock);
+        return EBUSY;
+    }
+    pthread_mutex_unlock(&c->lock);
+    while (c->head) {
+        struct vb_event *e = c->head;
+
+        c->head = e->next;
+        free(e);
+    }
+    close(channel->fd);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    return 0;
+}
+
+/* From the event thread: one event for @cq (its notify request completed). */
+static void channel_push(struct vb_channel *c, struct vb_cq *cq)
+{
+    struct vb_event *e = malloc(sizeof(*e));
+    uint64_t one = 1;
+
+    if (!e)
+        return;                     /* lost for want of memory: the CQ stays disarmed */
+    e->next = NULL;
+    e->cq = cq;
+    pthread_mutex_lock(&c->lock);
+    if (c->tail)
+        c->tail->next = e;
+    else
+        c->head = e;
+    c->tail = e;
+    pthread_mutex_unlock(&c->lock);
+    if (write(c->ch.fd, &one, sizeof(one)) < 0)
+        nd_log(ND_LOG_WARN, ND_SUB_VERBS, "completion channel: %m");
+}
+
+static struct vb_cq *channel_pop(struct vb_channel *c)
+{
+    struct vb_event *e;
+    struct vb_cq *cq = NULL;
+
+    pthread_mutex_lock(&c->lock);
+    e = c->head;
+    if (e) {
+        c->head = e->next;
+        if (!c->head)
+            c->tail = NULL;
+        cq = e->cq;
+        pthread_mutex_lock(&cq->cq.mutex);
+        cq->events_delivered++;
+        pthread_mutex_unlock(&cq->cq.mutex);
+    }
+    pthread_mutex_unlock(&c->lock);
+    free(e);
+    return cq;
+}
+
+/* Take @cq's queued events out of its channel (it is being destroyed). */
+static void channel_forget(struct vb_channel *c, struct vb_cq *cq)
+{
+    pthread_mutex_lock(&c->lock);
+    for (struct vb_event **p = &c->head; *p;) {
+        struct vb_event *e = *p;
+
+        if (e->cq == cq) {
+            *p = e->next;
+            free(e);
+        } else {
+            p = &e->next;
+        }
+    }
+    c->tail = NULL;
+    for (struct vb_event *e = c->head; e; e = e->next)
+        c->tail = e;
+    pthread_mutex_unlock(&c->lock);
+}
+
+VB_API int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+{
+    struct vb_channel *c = (struct vb_channel *)channel;
+
+    if (!channel || !cq || !cq_context) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (;;) {
+        uint64_t v;
+        struct vb_cq *got;
+
+        if (read(channel->fd, &v, sizeof(v)) != sizeof(v))
+            return -1;              /* EAGAIN on a non-blocking channel, EINTR, ... */
+        got = channel_pop(c);
+        if (got) {
+            *cq = &got->cq;
+            *cq_context = got->cq.cq_context;
+            return 0;
+        }
+        /* The event's CQ was destroyed: its count is left alone. */
+        if (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) {
+            errno = EAGAIN;
+            return -1;
+        }
+    }
+}
+
+VB_API void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+    pthread_mutex_lock(&cq->mutex);
+    cq->comp_events_completed += nevents;
+    pthread_cond_broadcast(&cq->cond);
+    pthread_mutex_unlock(&cq->mutex);
+}
+
+/* The event thread's view of a notify request that completed (or was cancelled). */
+void vb_cq_notified(struct vb_cq *cq, nd_status st)
+{
+    bool deliver;
+
+    pthread_mutex_lock(&cq->cq.mutex);
+    cq->armed = false;
+    deliver = st != ND_CANCELED && !cq->dying && cq->cq.channel;
+    pthread_cond_broadcast(&cq->cq.cond);
+    pthread_mutex_unlock(&cq->cq.mutex);
+    if (deliver)
+        channel_push((struct vb_channel *)cq->cq.channel, cq);
+}
+
+VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
+                                    struct ibv_comp_channel *channel, int comp_vector)
+{
+    struct vb_context *c;
+    struct vb_cq *q;
+    nd_status st;
+
+    if (!ctx || cqe < 1 || (uint32_t)cqe > nd_limits.max_completion_queue_depth || comp_vector < 0 ||
+        comp_vector >= ctx->num_comp_vectors || (channel && channel->context != ctx)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    c = vb_ctx(ctx);
+    q = calloc(1, sizeof(*q));
+    if (!q) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    st = nd_adapter_create_completion_queue(c->adapter, c->port, (uint32_t)cqe, 0, 0, &q->core);
+    if (st != ND_SUCCESS) {
+        free(q);
+        errno = vb_errno(st);
+        return NULL;
+    }
+    q->cq.context = ctx;
+    q->cq.channel = channel;
+    q->cq.cq_context = cq_context;
+    q->cq.cqe = cqe;
+    pthread_mutex_init(&q->cq.mutex, NULL);
+    pthread_cond_init(&q->cq.cond, NULL);
+    if (channel) {
+        struct vb_channel *ch = (struct vb_channel *)channel;
+
+        pthread_mutex_lock(&ch->lock);
+        channel->refcnt++;
+        pthread_mutex_unlock(&ch->lock);
+    }
+    return &q->cq;
+}
+
+VB_API int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+    struct vb_cq *q = (struct vb_cq *)cq;
+    nd_status st;
+
+    if (!cq || cqe < 1 || (uint32_t)cqe > nd_limits.max_completion_queue_depth)
+        return EINVAL;
+    st = nd_cq_resize(q->core, (uint32_t)cqe);
+    if (st != ND_SUCCESS)
+        return vb_errno(st);
+    cq->cqe = cqe;
+    return 0;
+}
+
+/* Destroy waits until every event delivered for the CQ is acknowledged, as rdma-core's
+ * does, and until its notify request is back from the event thread. */
+VB_API int ibv_destroy_cq(struct ibv_cq *cq)
+{
+    struct vb_cq *q = (struct vb_cq *)cq;
+    nd_status st;
+
+    if (!cq)
+        return EINVAL;
+    pthread_mutex_lock(&cq->mutex);
+    q->dying = true;
+    while (cq->comp_events_completed != q->events_delivered)
+        pthread_cond_wait(&cq->cond, &cq->mutex);
+    pthread_mutex_unlock(&cq->mutex);
+    if (cq->channel)
+        channel_forget((struct vb_channel *)cq->channel, q);
+    nd_cq_cancel_overlapped_requests(q->core);
+    pthread_mutex_lock(&cq->mutex);
+    while (q->armed)
+        pthread_cond_wait(&cq->cond, &cq->mutex);
+    pthread_mutex_unlock(&cq->mutex);
+    st = nd_cq_close(q->core);
+    if (st != ND_SUCCESS) {
+        q->dying = false;
+        return vb_errno(st);        /* a QP still uses it (EBUSY) */
+    }
+    if (cq->channel) {
+        struct vb_channel *ch = (struct vb_channel *)cq->channel;
+
+        pthread_mutex_lock(&ch->lock);
+        cq->channel->refcnt--;
+        pthread_mutex_unlock(&ch->lock);
+    }
+    pthread_cond_destroy(&cq->cond);
+    pthread_mutex_destroy(&cq->mutex);
+    free(q);
+    return 0;
+}
+
+/* ibv_req_notify_cq (through ops): arm once, for any completion or a solicited one. */
+int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+    struct vb_cq *q = (struct vb_cq *)cq;
+    nd_status st;
+    int err;
+
+    pthread_mutex_lock(&cq->mutex);
+    if (q->armed || q->dying) {
+        pthread_mutex_unlock(&cq->mutex);
+        return 0;                   /* armed already: the next completion gives one event */
+    }
+    err = vb_event_thread_start(vb_ctx(cq->context));
+    if (err) {
+        pthread_mutex_unlock(&cq->mutex);
+        return err;
+    }
+    memset(&q->notify_ov, 0, sizeof(q->notify_ov));
+    q->armed = true;
+    st = nd_cq_notify(q->core, solicited_only ? ND_CQ_NOTIFY_SOLICITED : ND_CQ_NOTIFY_ANY, &q->notify_ov);
+    if (st != ND_SUCCESS && st != ND_PENDING)
+        q->armed = false;
+    pthread_mutex_unlock(&cq->mutex);
+    return st == ND_SUCCESS || st == ND_PENDING ? 0 : vb_errno(st);
+}

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The context's event thread: started by the first ibv_req_notify_cq, it waits on the
+ * context's port, where the core completes each armed CQ's notify request, and queues the
+ * CQ's event on its channel. A program asleep in ibv_get_cq_event has nobody else to turn
+ * a completion into the event it waits for. No application code runs on it.
+ */
+#include "verbs_int.h"
+
+#include <errno.h>
+#include <stddef.h>
+
+static void *event_main(void *arg)
+{
+    struct vb_context *c = arg;
+
+    for (;;) {
+        nd_overlapped *ov = NULL;
+        nd_status st = nd_port_wait(c->port, -1, &ov);
+
+        if (st != ND_SUCCESS || ov == &c->stop_ov)
+            break;
+        st = nd_get_overlapped_result(ov, 0);
+        vb_cq_notified((struct vb_cq *)((char *)ov - offsetof(struct vb_cq, notify_ov)), st);
+    }
+    return NULL;
+}
+
+int vb_event_thread_start(struct vb_context *c)
+{
+    int err = 0;
+
+    pthread_mutex_lock(&c->event_lock);
+    if (!c->event_started) {
+        err = nd_thread_start(&c->event_thread, event_main, c, "nd-verbs-ev") ? EAGAIN : 0;
+        c->event_started = !err;
+    }
+    pthread_mutex_unlock(&c->event_lock);
+    return err;
+}
+
+/* At ibv_close_device: every CQ is gone, so nothing else is queued on the port. */
+void vb_event_thread_stop(struct vb_context *c)
+{
+    if (!c->event_started)
+        return;
+    nd_port_post(c->port, &c->stop_ov, ND_SUCCESS, 0);
+    pthread_join(c->event_thread, NULL);
+    c->event_started = false;
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The context's ops, which applications call through verbs.h's inline functions: they must
+ * all be there. Polling takes the core's completions and reports them as ibv_wc.
+ */
+#include "verbs_int.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define VB_POLL_BATCH 32
+
+static enum ibv_wc_status wc_status(nd_status st)
+{
+    switch (st) {
+    case ND_SUCCESS: return IBV_WC_SUCCESS;
+    case ND_CANCELED: return IBV_WC_WR_FLUSH_ERR;
+    case ND_ACCESS_VIOLATION: return IBV_WC_REM_ACCESS_ERR;
+    case ND_DATA_OVERRUN: return IBV_WC_LOC_LEN_ERR;
+    case ND_BUFFER_OVERFLOW: return IBV_WC_LOC_LEN_ERR;
+    case ND_IO_TIMEOUT: return IBV_WC_RNR_RETRY_EXC_ERR;
+    case ND_CONNECTION_ABORTED: return IBV_WC_RETRY_EXC_ERR;
+    case ND_INVALID_DEVICE_REQUEST: return IBV_WC_REM_INV_REQ_ERR;
+    default: return IBV_WC_GENERAL_ERR;
+    }
+}
+
+static enum ibv_wc_opcode wc_opcode(nd_request_type t)
+{
+    switch (t) {
+    case ND_REQUEST_TYPE_RECEIVE: return IBV_WC_RECV;
+    case ND_REQUEST_TYPE_SEND: return IBV_WC_SEND;
+    case ND_REQUEST_TYPE_BIND: return IBV_WC_BIND_MW;
+    case ND_REQUEST_TYPE_INVALIDATE: return IBV_WC_LOCAL_INV;
+    case ND_REQUEST_TYPE_READ: return IBV_WC_RDMA_READ;
+    default: return IBV_WC_RDMA_WRITE;
+    }
+}
+
+static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
+{
+    struct vb_cq *q = (struct vb_cq *)cq;
+    nd_result r[VB_POLL_BATCH];
+    int done = 0;
+
+    if (num_entries < 0)
+        return -1;
+    while (done < num_entries) {
+        uint32_t want = (uint32_t)(num_entries - done) < VB_POLL_BATCH ? (uint32_t)(num_entries - done) : VB_POLL_BATCH;
+        uint32_t n = nd_cq_get_results(q->core, r, want);
+
+        for (uint32_t i = 0; i < n; i++) {
+            struct ibv_wc *w = &wc[done + (int)i];
+
+            memset(w, 0, sizeof(*w));
+            w->wr_id = (uint64_t)(uintptr_t)r[i].request_context;
+            w->status = wc_status(r[i].status);
+            w->opcode = wc_opcode(r[i].request_type);
+            w->byte_len = r[i].bytes_transferred;
+            if (r[i].qp_context)
+                w->qp_num = ((struct ibv_qp *)r[i].qp_context)->qp_num;
+        }
+        done += (int)n;
+        if (n < want)
+            break;
+    }
+    return done;
+}
+
+/* Queue pairs and SRQs are not served yet: no QP exists to post to. */
+static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    (void)qp;
+    *bad = wr;
+    return EOPNOTSUPP;
+}
+
+static int post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+    (void)qp;
+    *bad = wr;
+    return EOPNOTSUPP;
+}
+
+static int post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+    (void)srq;
+    *bad = wr;
+    return EOPNOTSUPP;
+}
+
+static struct ibv_mw *alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+    (void)pd;
+    (void)type;
+    errno = EOPNOTSUPP;
+    return NULL;
+}
+
+static int dealloc_mw(struct ibv_mw *mw)
+{
+    (void)mw;
+    return EOPNOTSUPP;
+}
+
+static int bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+    (void)qp;
+    (void)mw;
+    (void)bind;
+    return EOPNOTSUPP;
+}
+
+void vb_ops_fill(struct ibv_context_ops *ops)
+{
+    memset(ops, 0, sizeof(*ops));
+    ops->poll_cq = poll_cq;
+    ops->req_notify_cq = vb_req_notify_cq;
+    ops->post_send = post_send;
+    ops->post_recv = post_recv;
+    ops->post_srq_recv = post_srq_recv;
+    ops->alloc_mw = alloc_mw;
+    ops->dealloc_mw = dealloc_mw;
+    ops->bind_mw = bind_mw;
+}

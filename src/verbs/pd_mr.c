@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Protection domains and memory regions. An MR is a registration in the core's token
+ * table: lkey and rkey are its local and remote tokens, and remote access is checked there
+ * (token, range, rights) on every transport.
+ */
+#include "verbs_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+/* Access bits the core does not need to know of: atomics (no atomic op is accepted, so
+ * the right is never used) and the optional range, which a device may ignore. */
+#define VB_ACCESS_IGNORED (IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_OPTIONAL_RANGE)
+#define VB_ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | VB_ACCESS_IGNORED)
+
+VB_API struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
+{
+    struct vb_pd *p;
+
+    if (!ctx) {
+        errno = EINVAL;
+        return NULL;
+    }
+    p = calloc(1, sizeof(*p));
+    if (!p) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    p->pd.context = ctx;
+    p->pd.handle = 0;
+    return &p->pd;
+}
+
+VB_API int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+    if (!pd)
+        return EINVAL;
+    free(pd);
+    return 0;
+}
+
+/* The core's rights for verbs access flags; -1 for a combination verbs forbids or a flag
+ * this device cannot honour (zero-based addressing, on-demand paging). */
+static int64_t nd_rights(unsigned access)
+{
+    uint32_t f = 0;
+
+    if (access & ~(unsigned)VB_ACCESS_KNOWN)
+        return -1;
+    /* Remote write (and atomics) need local write, as in every verbs provider. */
+    if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE))
+        return -1;
+    if (access & IBV_ACCESS_LOCAL_WRITE)
+        f |= ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_RDMA_READ_SINK;
+    if (access & IBV_ACCESS_REMOTE_WRITE)
+        f |= ND_MR_FLAG_ALLOW_REMOTE_WRITE;
+    if (access & IBV_ACCESS_REMOTE_READ)
+        f |= ND_MR_FLAG_ALLOW_REMOTE_READ;
+    return f;
+}
+
+VB_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
+{
+    struct vb_context *c;
+    struct vb_mr *m;
+    nd_overlapped ov = { 0 };
+    int64_t rights = nd_rights(access);
+    nd_status st;
+
+    if (!pd || rights < 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    /* Remote addresses are the registering process's virtual addresses. */
+    if (iova != (uint64_t)(uintptr_t)addr) {
+        errno = EOPNOTSUPP;
+        return NULL;
+    }
+    c = vb_ctx(pd->context);
+    m = calloc(1, sizeof(*m));
+    if (!m) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    st = nd_adapter_create_memory_region(c->adapter, c->port, &m->core);
+    if (st == ND_SUCCESS)
+        st = nd_mr_register(m->core, addr, length, (uint32_t)rights, &ov);
+    if (st != ND_SUCCESS) {
+        if (m->core)
+            nd_mr_close(m->core);
+        free(m);
+        errno = st == ND_INVALID_BUFFER_SIZE ? EINVAL : vb_errno(st);
+        return NULL;
+    }
+    m->mr.context = pd->context;
+    m->mr.pd = pd;
+    m->mr.addr = addr;
+    m->mr.length = length;
+    m->mr.lkey = nd_mr_get_local_token(m->core);
+    m->mr.rkey = nd_mr_get_remote_token(m->core);
+    return &m->mr;
+}
+
+VB_API struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+    return ibv_reg_mr_iova2(pd, addr, length, (uint64_t)(uintptr_t)addr, (unsigned)access);
+}
+
+VB_API struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)
+{
+    return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned)access);
+}
+
+/* Deregistration returns once nothing touches the memory through the region again, a
+ * peer's transfer under way included (the core's Deregister). */
+VB_API int ibv_dereg_mr(struct ibv_mr *mr)
+{
+    struct vb_mr *m = (struct vb_mr *)mr;
+    nd_status st;
+
+    if (!mr)
+        return EINVAL;
+    st = nd_mr_close(m->core);
+    if (st != ND_SUCCESS)
+        return vb_errno(st);
+    free(m);
+    return 0;
+}
+
+VB_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+    (void)mr;
+    (void)flags;
+    (void)pd;
+    (void)addr;
+    (void)length;
+    (void)access;
+    return IBV_REREG_MR_ERR_INPUT;
+}

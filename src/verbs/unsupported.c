@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Entry points the target programs import (every one must resolve at load: their binaries
+ * are linked BIND_NOW) that this device does not serve yet, or at all: each fails with the
+ * errno rdma-core gives for an operation the device lacks. Queue pairs and SRQs come with
+ * the data path; address handles and multicast belong to UD, which is not offered.
+ */
+#include "verbs_int.h"
+
+#include <errno.h>
+
+VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+    (void)pd;
+    (void)attr;
+    errno = EOPNOTSUPP;
+    return NULL;
+}
+
+VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+    (void)qp;
+    (void)attr;
+    (void)mask;
+    return EOPNOTSUPP;
+}
+
+VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct ibv_qp_init_attr *init)
+{
+    (void)qp;
+    (void)attr;
+    (void)mask;
+    (void)init;
+    return EOPNOTSUPP;
+}
+
+VB_API int ibv_destroy_qp(struct ibv_qp *qp)
+{
+    (void)qp;
+    return EINVAL;                  /* none was ever created */
+}
+
+VB_API struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+    (void)qp;
+    return NULL;                    /* as rdma-core for a QP made without send ops flags */
+}
+
+VB_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+    (void)pd;
+    (void)attr;
+    errno = EOPNOTSUPP;
+    return NULL;
+}
+
+VB_API int ibv_destroy_srq(struct ibv_srq *srq)
+{
+    (void)srq;
+    return EINVAL;
+}
+
+VB_API struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+    (void)pd;
+    (void)attr;
+    errno = EOPNOTSUPP;
+    return NULL;
+}
+
+VB_API struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
+                                            uint8_t port_num)
+{
+    (void)pd;
+    (void)wc;
+    (void)grh;
+    (void)port_num;
+    errno = EOPNOTSUPP;
+    return NULL;
+}
+
+VB_API int ibv_destroy_ah(struct ibv_ah *ah)
+{
+    (void)ah;
+    return EINVAL;
+}
+
+VB_API int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+    (void)qp;
+    (void)gid;
+    (void)lid;
+    return EOPNOTSUPP;
+}
+
+VB_API int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+    (void)qp;
+    (void)gid;
+    (void)lid;
+    return EOPNOTSUPP;
+}
+
+VB_API struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+                                        int access)
+{
+    (void)pd;
+    (void)offset;
+    (void)length;
+    (void)iova;
+    (void)fd;
+    (void)access;
+    errno = EOPNOTSUPP;
+    return NULL;
+}

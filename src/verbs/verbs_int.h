@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The verbs front end (libibverbs.so.1): rdma-core 44's ABI over netdirect's core. The
+ * objects handed out are rdma-core's public structs, each at the start of ours, so that
+ * applications read their fields and call the inline ops through them.
+ */
+#ifndef ND_VERBS_INT_H
+#define ND_VERBS_INT_H
+
+#include <infiniband/verbs.h>
+#include <net/if.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+#define VB_API __attribute__((visibility("default")))
+#define VB_PORT 1                   /* the one port */
+#define VB_GID_MAX 128              /* the GID table's length */
+
+enum vb_personality { VB_ROCE, VB_IWARP };
+
+/*
+ * The one device of the network namespace: every interface's addresses are its port's GIDs
+ * (the core's adapter for it serves every interface), so a connection made through any
+ * address finds the PD and memory the application registered.
+ */
+struct vb_device {
+    struct ibv_device dev;
+    enum vb_personality personality;
+    uint64_t guid;                  /* network order */
+};
+
+struct vb_context {
+    struct verbs_context vctx;      /* its ibv_context is what applications hold */
+    struct vb_device *dev;
+    int async_pipe[2];              /* async_fd: valid, never readable (no async events) */
+    /* The core's adapter on every interface, and a port for its overlapped requests. Every
+     * PD of the context shares its token table for now: a PD does not yet fence its
+     * memory off from another PD's QPs. */
+    nd_adapter *adapter;
+    nd_port *port;
+    /* The event thread (events.c): waits on the port for CQs' notify requests. */
+    pthread_mutex_t event_lock;
+    pthread_t event_thread;
+    bool event_started;
+    nd_overlapped stop_ov;
+};
+
+struct vb_pd {
+    struct ibv_pd pd;
+};
+
+struct vb_mr {
+    struct ibv_mr mr;
+    struct nd_mr *core;
+};
+
+struct vb_cq {
+    struct ibv_cq cq;
+    nd_cq *core;
+    nd_overlapped notify_ov;        /* the one notify request (ibv_req_notify_cq) */
+    bool armed;                     /* notify_ov is with the core (cq.mutex) */
+    bool dying;                     /* ibv_destroy_cq has begun (cq.mutex) */
+    uint32_t events_delivered;      /* taken by ibv_get_cq_event (cq.mutex) */
+};
+
+struct vb_gid {
+    union ibv_gid gid;
+    bool ipv4;
+};
+
+static inline struct vb_context *vb_ctx(struct ibv_context *c)
+{
+    return (struct vb_context *)((char *)c - offsetof(struct vb_context, vctx.context));
+}
+
+enum vb_personality vb_personality(void);
+struct vb_device *vb_device_get(void);
+/* The port's GIDs now: IPv4 addresses (IPv4-mapped, RoCE v2) first, then IPv6. */
+uint32_t vb_gids(struct vb_gid *out, uint32_t max);
+uint32_t vb_port_mtu(void);         /* the largest interface MTU, as an IBV_MTU_* */
+void vb_device_attr(const struct vb_device *d, struct ibv_device_attr *attr);
+int vb_errno(nd_status st);         /* the errno a core status means */
+void vb_ops_fill(struct ibv_context_ops *ops);
+int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+void vb_cq_notified(struct vb_cq *cq, nd_status st);
+int vb_event_thread_start(struct vb_context *c);   /* 0 or an errno */
+void vb_event_thread_stop(struct vb_context *c);
+
+#endif
