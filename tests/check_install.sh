@@ -26,4 +26,7 @@ out=$(LD_LIBRARY_PATH=$(pkg-config --define-variable=prefix="$tmp/prefix" --vari
 for page in man1/nd_info.1 man1/nd_test.1 man1/nd_rping_compat.1 man7/netdirect.7 man3/nd_qp.3; do
     [ -n "$(find "$tmp/prefix" -path "*/man/$page")" ] || { echo "$page not installed"; exit 1; }
 done
+# netdirect-run finds the installed verbs library (its private directory) and runs a program.
+"$tmp/prefix/bin/netdirect-run" true || { echo "installed netdirect-run did not run"; exit 1; }
+[ -n "$(find "$tmp/prefix" -path '*/netdirect/libibverbs.so.1')" ] || { echo "libibverbs.so.1 not installed"; exit 1; }
 echo "installed; consumer built with pkg-config and ran; man pages in place"

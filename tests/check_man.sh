@@ -13,7 +13,7 @@ for page in "$src"/man/*.[137]; do
     [ -n "$(LC_ALL=C.UTF-8 MANWIDTH=80 man -l "$page" 2> /dev/null | grep -m1 DESCRIPTION)" ] ||
         { echo "$(basename "$page"): renders no DESCRIPTION"; fail=1; }
 done
-for tool in "$tools"/nd_*; do
+for tool in "$tools"/nd_* "$tools"/netdirect-run; do
     [ -x "$tool" ] || continue
     name=$(basename "$tool")
     [ -f "$src/man/$name.1" ] || { echo "$name has no man page"; fail=1; }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* IND2Connector: one connection's life. Not yet implemented: every call returns ND_NOT_SUPPORTED. */
+/* IND2Connector: one connection's life. */
 #ifndef NETDIRECT_CONNECTOR_H
 #define NETDIRECT_CONNECTOR_H
 

@@ -67,21 +67,7 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
     return done;
 }
 
-/* Queue pairs and SRQs are not served yet: no QP exists to post to. */
-static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-    (void)qp;
-    *bad = wr;
-    return EOPNOTSUPP;
-}
-
-static int post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-    (void)qp;
-    *bad = wr;
-    return EOPNOTSUPP;
-}
-
+/* SRQs are not served yet. */
 static int post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
     (void)srq;
@@ -116,8 +102,8 @@ void vb_ops_fill(struct ibv_context_ops *ops)
     memset(ops, 0, sizeof(*ops));
     ops->poll_cq = poll_cq;
     ops->req_notify_cq = vb_req_notify_cq;
-    ops->post_send = post_send;
-    ops->post_recv = post_recv;
+    ops->post_send = vb_post_send;
+    ops->post_recv = vb_post_recv;
     ops->post_srq_recv = post_srq_recv;
     ops->alloc_mw = alloc_mw;
     ops->dealloc_mw = dealloc_mw;

@@ -2,43 +2,12 @@
 /*
  * Entry points the target programs import (every one must resolve at load: their binaries
  * are linked BIND_NOW) that this device does not serve yet, or at all: each fails with the
- * errno rdma-core gives for an operation the device lacks. Queue pairs and SRQs come with
- * the data path; address handles and multicast belong to UD, which is not offered.
+ * errno rdma-core gives for an operation the device lacks. SRQs are not served yet; address
+ * handles and multicast belong to UD, which is not offered.
  */
 #include "verbs_int.h"
 
 #include <errno.h>
-
-VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
-{
-    (void)pd;
-    (void)attr;
-    errno = EOPNOTSUPP;
-    return NULL;
-}
-
-VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
-{
-    (void)qp;
-    (void)attr;
-    (void)mask;
-    return EOPNOTSUPP;
-}
-
-VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct ibv_qp_init_attr *init)
-{
-    (void)qp;
-    (void)attr;
-    (void)mask;
-    (void)init;
-    return EOPNOTSUPP;
-}
-
-VB_API int ibv_destroy_qp(struct ibv_qp *qp)
-{
-    (void)qp;
-    return EINVAL;                  /* none was ever created */
-}
 
 VB_API struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {

@@ -65,6 +65,15 @@ struct vb_cq {
     uint32_t events_delivered;      /* taken by ibv_get_cq_event (cq.mutex) */
 };
 
+struct vb_qp {
+    struct ibv_qp qp;
+    nd_qp *core;
+    struct ibv_qp_cap cap;          /* as granted */
+    bool sig_all;
+    bool cm_connected;              /* the CM made its connection */
+    uint32_t ird, ord;              /* the connection's read limits */
+};
+
 struct vb_gid {
     union ibv_gid gid;
     bool ipv4;
@@ -83,6 +92,8 @@ uint32_t vb_port_mtu(void);         /* the largest interface MTU, as an IBV_MTU_
 void vb_device_attr(const struct vb_device *d, struct ibv_device_attr *attr);
 int vb_errno(nd_status st);         /* the errno a core status means */
 void vb_ops_fill(struct ibv_context_ops *ops);
+int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void vb_cq_notified(struct vb_cq *cq, nd_status st);
 int vb_event_thread_start(struct vb_context *c);   /* 0 or an errno */

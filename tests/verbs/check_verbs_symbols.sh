@@ -5,7 +5,7 @@
 # Usage: check_verbs_symbols.sh LIBRARY MAP
 set -u
 lib=$1 map=$2
-want=$(sed 's|/\*.*\*/||' "$map" | awk '/^[A-Z_0-9.]+ *\{/ { node = $1 } /global:/ { sub(/.*global:/, ""); }
+want=$(perl -0pe 's{/\*.*?\*/}{}gs' "$map" | awk '/^[A-Z_0-9.]+ *\{/ { node = $1 } /global:/ { sub(/.*global:/, ""); }
             { gsub(/[{};]/, " "); for (i = 1; i <= NF; i++) if ($i ~ /^[a-z_][a-z_0-9]*$/ && $i != "local" && $i != "global") print node, $i }' | sort)
 have=$(objdump -T "$lib" | awk '$2 ~ /g/ && $4 == ".text" { print $(NF-1), $NF }' | tr -d '()' | sort)
 if [ "$want" != "$have" ]; then

@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Event channels, ids and the CM thread.
+ *
+ * A channel is a queue of events and an eventfd in semaphore mode with one count per
+ * queued event (programs poll it or make it non-blocking). rdma_get_cm_event takes one
+ * count and the oldest event; rdma_ack_cm_event frees it. rdma_destroy_id waits until
+ * every event delivered for the id is acknowledged and every request of the id is back
+ * from the core, then frees it.
+ */
+#include "cma_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+static pthread_once_t cm_once = PTHREAD_ONCE_INIT;
+static nd_port *the_port;
+static struct ibv_context *the_context;
+static struct ibv_pd *the_pd;
+static pthread_t cm_thread;
+
+int cm_fail(int err)
+{
+    errno = err;
+    return -1;
+}
+
+int cm_errno(nd_status st)
+{
+    switch (st) {
+    case ND_SUCCESS: case ND_PENDING: return 0;
+    case ND_NO_MEMORY: case ND_INSUFFICIENT_RESOURCES: return ENOMEM;
+    case ND_CONNECTION_REFUSED: return ECONNREFUSED;
+    case ND_IO_TIMEOUT: return ETIMEDOUT;
+    case ND_NETWORK_UNREACHABLE: return ENETUNREACH;
+    case ND_HOST_UNREACHABLE: return EHOSTUNREACH;
+    case ND_INVALID_ADDRESS: return EADDRNOTAVAIL;
+    case ND_SHARING_VIOLATION: case STATUS_ADDRESS_ALREADY_ASSOCIATED: return EADDRINUSE;
+    case ND_CONNECTION_ACTIVE: return EISCONN;
+    case ND_CONNECTION_ABORTED: return ECONNABORTED;
+    case ND_CANCELED: return ECANCELED;
+    case ND_INVALID_BUFFER_SIZE: return EINVAL;
+    default: return EINVAL;
+    }
+}
+
+static void *cm_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        nd_overlapped *ov = NULL;
+        nd_status st = nd_port_wait(the_port, -1, &ov);
+        struct cm_op *op;
+
+        if (st != ND_SUCCESS)
+            continue;
+        op = (struct cm_op *)((char *)ov - offsetof(struct cm_op, ov));
+        st = nd_get_overlapped_result(ov, 0);
+        cm_op_taken(op->id, op->kind);
+        cm_handle(op->id, op->kind, st);
+        cm_op_done(op->id);
+    }
+    return NULL;
+}
+
+static void cm_init(void)
+{
+    struct ibv_device **list = ibv_get_device_list(NULL);
+    pthread_attr_t attr;
+
+    if (list && list[0])
+        the_context = ibv_open_device(list[0]);
+    ibv_free_device_list(list);
+    if (the_context)
+        the_pd = ibv_alloc_pd(the_context);
+    if (!the_pd || nd_port_create(&the_port) != ND_SUCCESS) {
+        the_port = NULL;
+        return;
+    }
+    /* Detached: it waits on the port for the life of the process. */
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&cm_thread, &attr, cm_main, NULL) != 0)
+        the_port = NULL;
+    else
+        pthread_setname_np(cm_thread, "nd-rdmacm");
+    pthread_attr_destroy(&attr);
+}
+
+nd_port *cm_port(void)
+{
+    pthread_once(&cm_once, cm_init);
+    return the_port;
+}
+
+struct ibv_context *cm_context(void)
+{
+    return cm_port() ? the_context : NULL;
+}
+
+struct ibv_pd *cm_default_pd(void)
+{
+    return cm_port() ? the_pd : NULL;
+}
+
+void cm_op_begin(struct cm_id *id, enum cm_op_kind kind)
+{
+    pthread_mutex_lock(&id->lock);
+    memset(&id->op[kind].ov, 0, sizeof(id->op[kind].ov));
+    id->op[kind].pending = true;
+    id->ops_out++;
+    pthread_mutex_unlock(&id->lock);
+}
+
+/* A request of @kind came back: its slot is free (its handler may start the next one),
+ * but it still counts until cm_op_done, so that the id outlives the handler. */
+void cm_op_taken(struct cm_id *id, enum cm_op_kind kind)
+{
+    pthread_mutex_lock(&id->lock);
+    id->op[kind].pending = false;
+    pthread_mutex_unlock(&id->lock);
+}
+
+void cm_op_done(struct cm_id *id)
+{
+    pthread_mutex_lock(&id->lock);
+    id->ops_out--;
+    pthread_cond_broadcast(&id->cond);
+    pthread_mutex_unlock(&id->lock);
+}
+
+/* ---- channels ---- */
+
+CM_API struct rdma_event_channel *rdma_create_event_channel(void)
+{
+    struct cm_channel *c = calloc(1, sizeof(*c));
+
+    if (!c) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (!cm_port()) {
+        free(c);
+        errno = ENODEV;
+        return NULL;
+    }
+    c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+    if (c->ch.fd < 0) {
+        free(c);
+        return NULL;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    return &c->ch;
+}
+
+CM_API void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+    struct cm_channel *c = (struct cm_channel *)channel;
+
+    if (!channel)
+        return;
+    while (c->head) {
+        struct cm_event *e = c->head;
+
+        c->head = e->next;
+        free(e);
+    }
+    close(channel->fd);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+static void channel_push(struct cm_channel *c, struct cm_event *e)
+{
+    uint64_t one = 1;
+
+    pthread_mutex_lock(&c->lock);
+    if (c->tail)
+        c->tail->next = e;
+    else
+        c->head = e;
+    c->tail = e;
+    pthread_mutex_unlock(&c->lock);
+    if (write(c->ch.fd, &one, sizeof(one)) < 0)
+        abort();                    /* an eventfd count cannot overflow here */
+}
+
+static struct cm_event *event_new(struct cm_id *owner, struct rdma_cm_id *evid, enum rdma_cm_event_type type,
+                                  int status, const void *pdata, uint32_t len)
+{
+    struct cm_event *e = calloc(1, sizeof(*e));
+
+    if (!e)
+        return NULL;
+    e->owner = owner;
+    e->ev.id = evid;
+    e->ev.event = type;
+    e->ev.status = status;
+    if (len > CM_PDATA_MAX)
+        len = CM_PDATA_MAX;
+    if (pdata && len) {
+        memcpy(e->pdata, pdata, len);
+        e->ev.param.conn.private_data = e->pdata;
+        e->ev.param.conn.private_data_len = (uint8_t)(len > 255 ? 255 : len);
+    }
+    e->ev.param.conn.responder_resources = (uint8_t)(owner->ird > 255 ? 255 : owner->ird);
+    e->ev.param.conn.initiator_depth = (uint8_t)(owner->ord > 255 ? 255 : owner->ord);
+    return e;
+}
+
+void cm_queue_event(struct cm_id *id, enum rdma_cm_event_type type, int status, const void *pdata, uint32_t len)
+{
+    struct cm_event *e = event_new(id, &id->id, type, status, pdata, len);
+
+    if (!e)
+        return;                     /* lost for want of memory */
+    pthread_mutex_lock(&id->lock);
+    id->events_out++;
+    pthread_mutex_unlock(&id->lock);
+    channel_push((struct cm_channel *)id->id.channel, e);
+}
+
+/* A CONNECT_REQUEST: its id is the new @child; it goes to the listener's channel. */
+void cm_queue_request(struct cm_id *listener, struct cm_id *child, const void *pdata, uint32_t len)
+{
+    struct cm_event *e = event_new(child, &child->id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, pdata, len);
+
+    if (!e)
+        return;
+    e->ev.listen_id = &listener->id;
+    pthread_mutex_lock(&child->lock);
+    child->events_out++;
+    pthread_mutex_unlock(&child->lock);
+    channel_push((struct cm_channel *)listener->id.channel, e);
+}
+
+CM_API int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+    struct cm_channel *c = (struct cm_channel *)channel;
+
+    if (!channel || !event)
+        return cm_fail(EINVAL);
+    for (;;) {
+        uint64_t v;
+        struct cm_event *e;
+
+        if (read(channel->fd, &v, sizeof(v)) != sizeof(v))
+            return -1;              /* EAGAIN on a non-blocking channel, EINTR */
+        pthread_mutex_lock(&c->lock);
+        e = c->head;
+        if (e) {
+            c->head = e->next;
+            if (!c->head)
+                c->tail = NULL;
+        }
+        pthread_mutex_unlock(&c->lock);
+        if (e) {
+            *event = &e->ev;
+            return 0;
+        }
+        if (fcntl(channel->fd, F_GETFL) & O_NONBLOCK)
+            return cm_fail(EAGAIN);
+    }
+}
+
+CM_API int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+    struct cm_event *e = (struct cm_event *)event;
+    struct cm_id *owner;
+
+    if (!event)
+        return cm_fail(EINVAL);
+    owner = e->owner;
+    pthread_mutex_lock(&owner->lock);
+    owner->events_out--;
+    pthread_cond_broadcast(&owner->cond);
+    pthread_mutex_unlock(&owner->lock);
+    free(e);
+    return 0;
+}
+
+int cm_wait_event(struct cm_id *id, struct rdma_cm_event **ev)
+{
+    return rdma_get_cm_event(id->id.channel, ev) == 0 ? (int)(*ev)->event : -1;
+}
+
+/* ---- ids ---- */
+
+struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps)
+{
+    struct cm_id *id;
+
+    if (!cm_port()) {
+        errno = ENODEV;
+        return NULL;
+    }
+    id = calloc(1, sizeof(*id));
+    if (!id) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (!channel) {
+        channel = rdma_create_event_channel();
+        if (!channel) {
+            free(id);
+            return NULL;
+        }
+        id->own_channel = (struct cm_channel *)channel;
+    }
+    pthread_mutex_init(&id->lock, NULL);
+    pthread_cond_init(&id->cond, NULL);
+    for (int k = 0; k < CM_OP_COUNT; k++) {
+        id->op[k].id = id;
+        id->op[k].kind = (enum cm_op_kind)k;
+    }
+    id->id.channel = channel;
+    id->id.context = context;
+    id->id.ps = ps;
+    id->id.qp_type = IBV_QPT_RC;
+    id->id.verbs = cm_context();
+    id->id.port_num = 1;
+    return id;
+}
+
+CM_API int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **out, void *context,
+                          enum rdma_port_space ps)
+{
+    struct cm_id *id;
+
+    if (!out)
+        return cm_fail(EINVAL);
+    if (ps != RDMA_PS_TCP)
+        return cm_fail(EOPNOTSUPP);     /* connected RC only: no UD, no IB port spaces */
+    id = cm_id_new(channel, context, ps);
+    if (!id)
+        return -1;
+    *out = &id->id;
+    return 0;
+}
+
+/* Cancel what the core still holds for @id and wait until it is all back. */
+static void drain_ops(struct cm_id *id)
+{
+    if (id->listener)
+        nd_listener_cancel_overlapped_requests(id->listener);
+    if (id->conn)
+        nd_connector_cancel_overlapped_requests(id->conn);
+    pthread_mutex_lock(&id->lock);
+    while (id->ops_out)
+        pthread_cond_wait(&id->cond, &id->lock);
+    pthread_mutex_unlock(&id->lock);
+}
+
+CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+
+    if (!cid)
+        return cm_fail(EINVAL);
+    pthread_mutex_lock(&id->lock);
+    id->destroying = true;
+    while (id->events_out)
+        pthread_cond_wait(&id->cond, &id->lock);
+    pthread_mutex_unlock(&id->lock);
+    drain_ops(id);
+    if (id->conn) {
+        nd_connector_close(id->conn);
+        id->conn = NULL;
+    }
+    drain_ops(id);                  /* a close's implicit disconnect */
+    if (id->listener)
+        nd_listener_close(id->listener);
+    if (id->own_channel)
+        rdma_destroy_event_channel(&id->own_channel->ch);
+    pthread_cond_destroy(&id->cond);
+    pthread_mutex_destroy(&id->lock);
+    free(id);
+    return 0;
+}
+
+CM_API int rdma_migrate_id(struct rdma_cm_id *cid, struct rdma_event_channel *channel)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+    struct cm_channel *old;
+
+    if (!cid)
+        return cm_fail(EINVAL);
+    pthread_mutex_lock(&id->lock);
+    /* Events already queued stay where they are; they are acknowledged as before. */
+    while (id->events_out)
+        pthread_cond_wait(&id->cond, &id->lock);
+    old = id->own_channel;
+    if (channel) {
+        cid->channel = channel;
+        id->own_channel = NULL;
+    } else if (!old) {
+        struct rdma_event_channel *ch = rdma_create_event_channel();
+
+        if (!ch) {
+            pthread_mutex_unlock(&id->lock);
+            return -1;
+        }
+        cid->channel = ch;
+        id->own_channel = (struct cm_channel *)ch;
+        old = NULL;
+    }
+    pthread_mutex_unlock(&id->lock);
+    if (channel && old)
+        rdma_destroy_event_channel(&old->ch);
+    return 0;
+}
+
+CM_API const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+    static const char *const names[] = {
+        "RDMA_CM_EVENT_ADDR_RESOLVED", "RDMA_CM_EVENT_ADDR_ERROR", "RDMA_CM_EVENT_ROUTE_RESOLVED",
+        "RDMA_CM_EVENT_ROUTE_ERROR", "RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE",
+        "RDMA_CM_EVENT_CONNECT_ERROR", "RDMA_CM_EVENT_UNREACHABLE", "RDMA_CM_EVENT_REJECTED",
+        "RDMA_CM_EVENT_ESTABLISHED", "RDMA_CM_EVENT_DISCONNECTED", "RDMA_CM_EVENT_DEVICE_REMOVAL",
+        "RDMA_CM_EVENT_MULTICAST_JOIN", "RDMA_CM_EVENT_MULTICAST_ERROR", "RDMA_CM_EVENT_ADDR_CHANGE",
+        "RDMA_CM_EVENT_TIMEWAIT_EXIT",
+    };
+
+    return (unsigned)event < sizeof(names) / sizeof(names[0]) ? names[event] : "UNKNOWN EVENT";
+}
+
+CM_API struct ibv_context **rdma_get_devices(int *num_devices)
+{
+    struct ibv_context **list = calloc(2, sizeof(*list));
+
+    if (!list) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    list[0] = cm_context();
+    if (num_devices)
+        *num_devices = list[0] ? 1 : 0;
+    return list;
+}
+
+CM_API void rdma_free_devices(struct ibv_context **list)
+{
+    free(list);
+}

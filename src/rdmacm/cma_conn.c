@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Addresses, queue pairs and connections of rdma_cm ids, over the core's connectors and
+ * listeners.
+ *
+ * Active side: rdma_resolve_addr picks the local address the route leaves by and binds a
+ * connector to it; rdma_connect connects the id's QP; when the peer accepts, the CM thread
+ * completes the connection (rdma_cm sends the RTU itself) and queues ESTABLISHED with the
+ * peer's private data. Passive side: a listener always has one request out; each request
+ * that arrives becomes a new id and a CONNECT_REQUEST, and the next request goes out.
+ * rdma_accept completes with ESTABLISHED once the active side completed. Either side's
+ * disconnect, or the peer's, gives DISCONNECTED once, and the QP goes to ERR (flushed).
+ */
+#include "cma_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static socklen_t sa_len(const struct sockaddr *sa)
+{
+    return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+/* After the core took @kind's request: pending, it completes on the CM port; done at once
+ * (the core queues nothing then), it is handled here. */
+static int start(struct cm_id *id, enum cm_op_kind kind, nd_status st)
+{
+    if (st == ND_PENDING)
+        return 0;
+    cm_op_taken(id, kind);
+    if (st == ND_SUCCESS) {
+        cm_handle(id, kind, ND_SUCCESS);
+        cm_op_done(id);
+        return 0;
+    }
+    cm_op_done(id);
+    return cm_fail(cm_errno(st));
+}
+
+static nd_status new_connector(struct cm_id *id)
+{
+    return id->conn ? ND_SUCCESS : nd_adapter_create_connector(ndv_context_adapter(id->id.verbs), cm_port(), &id->conn);
+}
+
+CM_API int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+
+    if (!cid || !addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+        return cm_fail(EINVAL);
+    if (id->bound)
+        return cm_fail(EINVAL);
+    memcpy(&cid->route.addr.src_storage, addr, sa_len(addr));
+    id->bound = true;
+    return 0;
+}
+
+/* The local address a connection to @dst leaves by (the kernel's route choice). */
+static int route_source(const struct sockaddr *dst, struct sockaddr_storage *src)
+{
+    socklen_t len = sizeof(*src);
+    int fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
+
+    if (fd < 0)
+        return -1;
+    rc = connect(fd, dst, sa_len(dst)) == 0 && getsockname(fd, (struct sockaddr *)src, &len) == 0 ? 0 : -1;
+    close(fd);
+    if (rc == 0) {
+        if (src->ss_family == AF_INET)
+            ((struct sockaddr_in *)src)->sin_port = 0;
+        else
+            ((struct sockaddr_in6 *)src)->sin6_port = 0;
+    }
+    return rc;
+}
+
+CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struct sockaddr *dst, int timeout_ms)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+    struct sockaddr_storage from;
+    struct rdma_cm_event *ev;
+    nd_status st;
+
+    (void)timeout_ms;
+    if (!cid || !dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
+        return cm_fail(EINVAL);
+    if (src)
+        memcpy(&from, src, sa_len(src));
+    else if (id->bound)
+        from = cid->route.addr.src_storage;
+    else if (route_source(dst, &from) < 0)
+        return -1;                  /* ENETUNREACH and the like, from connect */
+    memcpy(&cid->route.addr.dst_storage, dst, sa_len(dst));
+    st = new_connector(id);
+    if (st == ND_SUCCESS)
+        st = nd_connector_bind(id->conn, (struct sockaddr *)&from, sa_len((struct sockaddr *)&from));
+    if (st != ND_SUCCESS) {
+        cm_queue_event(id, RDMA_CM_EVENT_ADDR_ERROR, -cm_errno(st), NULL, 0);
+    } else {
+        uint32_t len = sizeof(cid->route.addr.src_storage);
+
+        nd_connector_get_local_address(id->conn, &cid->route.addr.src_addr, &len);
+        id->bound = true;
+        cm_queue_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0);
+    }
+    if (!id->own_channel)
+        return 0;
+    /* Synchronous: the event is the answer. */
+    if (cm_wait_event(id, &ev) < 0)
+        return -1;
+    int status = ev->status;
+    rdma_ack_cm_event(ev);
+    return status ? cm_fail(-status) : 0;
+}
+
+CM_API int rdma_resolve_route(struct rdma_cm_id *cid, int timeout_ms)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+    struct rdma_cm_event *ev;
+
+    (void)timeout_ms;
+    if (!cid || !id->conn)
+        return cm_fail(EINVAL);
+    cm_queue_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0);
+    if (!id->own_channel)
+        return 0;
+    if (cm_wait_event(id, &ev) < 0)
+        return -1;
+    rdma_ack_cm_event(ev);
+    return 0;
+}
+
+/* ---- queue pairs ---- */
+
+static int make_cqs(struct cm_id *id, struct ibv_qp_init_attr *attr)
+{
+    struct rdma_cm_id *c = &id->id;
+    int depth_s = attr->cap.max_send_wr ? (int)attr->cap.max_send_wr : 1;
+    int depth_r = attr->cap.max_recv_wr ? (int)attr->cap.max_recv_wr : 1;
+
+    c->send_cq_channel = ibv_create_comp_channel(c->verbs);
+    c->recv_cq_channel = ibv_create_comp_channel(c->verbs);
+    if (c->send_cq_channel && c->recv_cq_channel) {
+        c->send_cq = ibv_create_cq(c->verbs, depth_s, c, c->send_cq_channel, 0);
+        c->recv_cq = ibv_create_cq(c->verbs, depth_r, c, c->recv_cq_channel, 0);
+    }
+    if (!c->send_cq || !c->recv_cq)
+        return -1;
+    attr->send_cq = c->send_cq;
+    attr->recv_cq = c->recv_cq;
+    id->own_cqs = true;
+    return 0;
+}
+
+static void free_cqs(struct cm_id *id)
+{
+    struct rdma_cm_id *c = &id->id;
+
+    if (!id->own_cqs)
+        return;
+    if (c->send_cq)
+        ibv_destroy_cq(c->send_cq);
+    if (c->recv_cq)
+        ibv_destroy_cq(c->recv_cq);
+    if (c->send_cq_channel)
+        ibv_destroy_comp_channel(c->send_cq_channel);
+    if (c->recv_cq_channel)
+        ibv_destroy_comp_channel(c->recv_cq_channel);
+    c->send_cq = c->recv_cq = NULL;
+    c->send_cq_channel = c->recv_cq_channel = NULL;
+    id->own_cqs = false;
+}
+
+CM_API int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+    struct ibv_qp_init_attr a;
+    struct ibv_qp *qp;
+
+    if (!cid || !attr || cid->qp)
+        return cm_fail(EINVAL);
+    if (!pd)
+        pd = cm_default_pd();
+    if (!pd || pd->context != cid->verbs)
+        return cm_fail(EINVAL);
+    a = *attr;
+    if ((!a.send_cq || !a.recv_cq) && make_cqs(id, &a) < 0) {
+        free_cqs(id);
+        return -1;
+    }
+    qp = ibv_create_qp(pd, &a);
+    if (!qp) {
+        int e = errno;
+
+        free_cqs(id);
+        return cm_fail(e);
+    }
+    ndv_qp_cm_state(qp, IBV_QPS_INIT, 0, 0);
+    attr->cap = a.cap;
+    cid->qp = qp;
+    cid->pd = pd;
+    return 0;
+}
+
+CM_API int rdma_create_qp_ex(struct rdma_cm_id *cid, struct ibv_qp_init_attr_ex *ex)
+{
+    struct ibv_qp_init_attr a;
+    int rc;
+
+    if (!cid || !ex)
+        return cm_fail(EINVAL);
+    if (ex->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD)
+        return cm_fail(EOPNOTSUPP);
+    a = (struct ibv_qp_init_attr){ .qp_context = ex->qp_context, .send_cq = ex->send_cq, .recv_cq = ex->recv_cq,
+                                   .srq = ex->srq, .cap = ex->cap, .qp_type = ex->qp_type,
+                                   .sq_sig_all = ex->sq_sig_all };
+    rc = rdma_create_qp(cid, (ex->comp_mask & IBV_QP_INIT_ATTR_PD) ? ex->pd : NULL, &a);
+    if (rc == 0)
+        ex->cap = a.cap;
+    return rc;
+}
+
+CM_API void rdma_destroy_qp(struct rdma_cm_id *cid)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+
+    if (!cid || !cid->qp)
+        return;
+    ibv_destroy_qp(cid->qp);
+    cid->qp = NULL;
+    free_cqs(id);
+}
+
+/* ---- connections ---- */
+
+static uint32_t clamp_limit(uint8_t v)
+{
+    return v;
+}
+
+CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+    struct rdma_cm_event *ev;
+    int rc;
+
+    if (!cid || !id->conn || !cid->qp)
+        return cm_fail(EINVAL);     /* resolve first; an iWARP-style connection needs its QP */
+    id->ird = p ? clamp_limit(p->responder_resources) : 0;
+    id->ord = p ? clamp_limit(p->initiator_depth) : 0;
+    cm_op_begin(id, CM_OP_CONNECT);
+    rc = start(id, CM_OP_CONNECT,
+               nd_connector_connect(id->conn, ndv_qp_core(cid->qp), &cid->route.addr.dst_addr,
+                                    sa_len(&cid->route.addr.dst_addr), id->ird, id->ord,
+                                    p ? p->private_data : NULL, p ? p->private_data_len : 0, &id->op[CM_OP_CONNECT].ov));
+    if (rc < 0 || !id->own_channel)
+        return rc;
+    rc = cm_wait_event(id, &ev);
+    if (rc < 0)
+        return -1;
+    int status = ev->status;
+    rdma_ack_cm_event(ev);
+    return rc == RDMA_CM_EVENT_ESTABLISHED ? 0 : cm_fail(status ? -status : ECONNREFUSED);
+}
+
+/* A listener's next request, on a fresh connector. */
+static void arm_listener(struct cm_id *l)
+{
+    nd_connector *next = NULL;
+
+    if (nd_adapter_create_connector(ndv_context_adapter(l->id.verbs), cm_port(), &next) != ND_SUCCESS)
+        return;
+    l->conn = next;
+    cm_op_begin(l, CM_OP_GETREQ);
+    if (start(l, CM_OP_GETREQ, nd_listener_get_connection_request(l->listener, next, &l->op[CM_OP_GETREQ].ov)) < 0) {
+        nd_connector_close(next);
+        l->conn = NULL;
+    }
+}
+
+CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+    nd_status st;
+
+    if (!cid || !id->bound || id->listener)
+        return cm_fail(EINVAL);
+    st = nd_adapter_create_listener(ndv_context_adapter(cid->verbs), cm_port(), &id->listener);
+    if (st == ND_SUCCESS)
+        st = nd_listener_bind(id->listener, &cid->route.addr.src_addr, sa_len(&cid->route.addr.src_addr));
+    if (st == ND_SUCCESS)
+        st = nd_listener_listen(id->listener, backlog > 0 ? (uint32_t)backlog : 0);
+    if (st != ND_SUCCESS) {
+        if (id->listener)
+            nd_listener_close(id->listener);
+        id->listener = NULL;
+        return cm_fail(cm_errno(st));
+    }
+    uint32_t len = sizeof(cid->route.addr.src_storage);
+    nd_listener_get_local_address(id->listener, &cid->route.addr.src_addr, &len);
+    arm_listener(id);
+    return 0;
+}
+
+CM_API int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *p)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+    struct rdma_cm_event *ev;
+    uint32_t ird, ord;
+    int rc;
+
+    if (!cid || !id->conn || !cid->qp)
+        return cm_fail(EINVAL);
+    /* What the application asks, within what the peer offered. */
+    ird = p ? clamp_limit(p->responder_resources) : id->ird;
+    ord = p ? clamp_limit(p->initiator_depth) : id->ord;
+    id->ird = ird;
+    id->ord = ord;
+    cm_op_begin(id, CM_OP_ACCEPT);
+    rc = start(id, CM_OP_ACCEPT,
+               nd_connector_accept(id->conn, ndv_qp_core(cid->qp), ird, ord, p ? p->private_data : NULL,
+                                   p ? p->private_data_len : 0, &id->op[CM_OP_ACCEPT].ov));
+    if (rc < 0 || !id->own_channel)
+        return rc;
+    rc = cm_wait_event(id, &ev);
+    if (rc < 0)
+        return -1;
+    rdma_ack_cm_event(ev);
+    return rc == RDMA_CM_EVENT_ESTABLISHED ? 0 : cm_fail(ECONNABORTED);
+}
+
+CM_API int rdma_reject(struct rdma_cm_id *cid, const void *pdata, uint8_t len)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+    nd_status st;
+
+    if (!cid || !id->conn)
+        return cm_fail(EINVAL);
+    st = nd_connector_reject(id->conn, pdata, len);
+    return st == ND_SUCCESS ? 0 : cm_fail(cm_errno(st));
+}
+
+CM_API int rdma_disconnect(struct rdma_cm_id *cid)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+
+    if (!cid || !id->conn)
+        return cm_fail(EINVAL);
+    if (cid->qp)
+        ndv_qp_cm_state(cid->qp, IBV_QPS_ERR, 0, 0);
+    pthread_mutex_lock(&id->lock);
+    bool busy = id->op[CM_OP_DISCONNECT].pending || !id->connected;
+    pthread_mutex_unlock(&id->lock);
+    if (busy)
+        return 0;                   /* under way, or nothing to end */
+    cm_op_begin(id, CM_OP_DISCONNECT);
+    return start(id, CM_OP_DISCONNECT, nd_connector_disconnect(id->conn, &id->op[CM_OP_DISCONNECT].ov));
+}
+
+/* ---- the CM thread's side ---- */
+
+static void established(struct cm_id *id, const void *pdata, uint32_t len)
+{
+    nd_connector_get_read_limits(id->conn, &id->ird, &id->ord);
+    pthread_mutex_lock(&id->lock);
+    id->connected = true;
+    pthread_mutex_unlock(&id->lock);
+    if (id->id.qp)
+        ndv_qp_cm_state(id->id.qp, IBV_QPS_RTS, id->ird, id->ord);
+    uint32_t alen = sizeof(id->id.route.addr.dst_storage);
+    nd_connector_get_peer_address(id->conn, &id->id.route.addr.dst_addr, &alen);
+    cm_queue_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, pdata, len);
+    cm_op_begin(id, CM_OP_NOTIFY);
+    start(id, CM_OP_NOTIFY, nd_connector_notify_disconnect(id->conn, &id->op[CM_OP_NOTIFY].ov));
+}
+
+static void disconnected(struct cm_id *id)
+{
+    bool first;
+
+    pthread_mutex_lock(&id->lock);
+    first = id->connected && !id->disconnected;
+    id->disconnected = true;
+    pthread_mutex_unlock(&id->lock);
+    if (!first)
+        return;
+    if (id->id.qp)
+        ndv_qp_cm_state(id->id.qp, IBV_QPS_ERR, 0, 0);
+    cm_queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+}
+
+static void connect_done(struct cm_id *id, nd_status st)
+{
+    uint8_t pdata[CM_PDATA_MAX];
+    uint32_t len = sizeof(pdata);
+
+    if (st == ND_SUCCESS) {
+        /* The peer's reply is in: its private data is the ESTABLISHED event's. */
+        if (nd_connector_get_private_data(id->conn, pdata, &len) != ND_SUCCESS)
+            len = 0;
+        memcpy(id->pdata_reply, pdata, len);
+        id->pdata_reply_len = len;
+        cm_op_begin(id, CM_OP_COMPLETE);
+        if (start(id, CM_OP_COMPLETE, nd_connector_complete_connect(id->conn, &id->op[CM_OP_COMPLETE].ov)) < 0)
+            cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -errno, NULL, 0);
+        return;
+    }
+    if (st == ND_CONNECTION_REFUSED) {
+        if (nd_connector_get_private_data(id->conn, pdata, &len) != ND_SUCCESS)
+            len = 0;
+        cm_queue_event(id, RDMA_CM_EVENT_REJECTED, -ECONNREFUSED, pdata, len);
+    } else if (st == ND_IO_TIMEOUT || st == ND_NETWORK_UNREACHABLE || st == ND_HOST_UNREACHABLE) {
+        cm_queue_event(id, RDMA_CM_EVENT_UNREACHABLE, -cm_errno(st), NULL, 0);
+    } else if (st != ND_CANCELED) {
+        cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -cm_errno(st), NULL, 0);
+    }
+}
+
+static void request_in(struct cm_id *l, nd_status st)
+{
+    nd_connector *conn = l->conn;
+    struct cm_id *child;
+    uint8_t pdata[CM_PDATA_MAX];
+    uint32_t len = sizeof(pdata), alen;
+
+    l->conn = NULL;
+    if (st != ND_SUCCESS || l->destroying) {
+        if (conn && st == ND_SUCCESS)
+            nd_connector_reject(conn, NULL, 0);
+        if (conn)
+            nd_connector_close(conn);
+        if (st != ND_CANCELED && !l->destroying)
+            arm_listener(l);
+        return;
+    }
+    child = cm_id_new(l->id.channel, l->id.context, l->id.ps);
+    if (!child) {
+        nd_connector_reject(conn, NULL, 0);
+        nd_connector_close(conn);
+        arm_listener(l);
+        return;
+    }
+    child->conn = conn;
+    child->parent = l;
+    child->bound = true;
+    nd_connector_get_read_limits(conn, &child->ird, &child->ord);
+    alen = sizeof(child->id.route.addr.src_storage);
+    nd_connector_get_local_address(conn, &child->id.route.addr.src_addr, &alen);
+    alen = sizeof(child->id.route.addr.dst_storage);
+    nd_connector_get_peer_address(conn, &child->id.route.addr.dst_addr, &alen);
+    if (nd_connector_get_private_data(conn, pdata, &len) != ND_SUCCESS)
+        len = 0;
+    cm_queue_request(l, child, pdata, len);
+    arm_listener(l);
+}
+
+void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st)
+{
+    switch (kind) {
+    case CM_OP_CONNECT:
+        connect_done(id, st);
+        break;
+    case CM_OP_COMPLETE:
+        if (st == ND_SUCCESS)
+            established(id, id->pdata_reply, id->pdata_reply_len);
+        else if (st != ND_CANCELED)
+            cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -cm_errno(st), NULL, 0);
+        break;
+    case CM_OP_ACCEPT:
+        if (st == ND_SUCCESS)
+            established(id, NULL, 0);
+        else if (st != ND_CANCELED)
+            cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -cm_errno(st), NULL, 0);
+        break;
+    case CM_OP_GETREQ:
+        request_in(id, st);
+        break;
+    case CM_OP_NOTIFY:
+    case CM_OP_DISCONNECT:
+        if (st != ND_CANCELED || kind == CM_OP_DISCONNECT)
+            disconnected(id);
+        break;
+    default:
+        break;
+    }
+}

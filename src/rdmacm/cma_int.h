@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rdma_cm front end (librdmacm.so.1): rdma-core 44's CM ABI over the core's connectors
+ * and listeners, reached through libibverbs.so.1 (ndv.h).
+ *
+ * Every asynchronous step (connect, complete, accept, a listener's next request, a
+ * disconnect and the notice of one) is an overlapped request on one process-wide port.
+ * The CM thread waits on that port and turns each completion into the rdma_cm event the
+ * id's channel then delivers. An id made without a channel (and every id of
+ * rdma_create_ep) gets a channel of its own, and the calls that wait for their event
+ * (resolve, connect, accept, get_request) wait on it.
+ */
+#ifndef ND_RDMACM_INT_H
+#define ND_RDMACM_INT_H
+
+#include <rdma/rdma_cma.h>
+#include <stdbool.h>
+
+#include "verbs/ndv.h"
+
+#define CM_API __attribute__((visibility("default")))
+#define CM_PDATA_MAX 256
+
+enum cm_op_kind { CM_OP_CONNECT, CM_OP_COMPLETE, CM_OP_ACCEPT, CM_OP_GETREQ, CM_OP_NOTIFY, CM_OP_DISCONNECT,
+                  CM_OP_COUNT };
+
+struct cm_id;
+
+/* One overlapped request of an id, on the CM port. */
+struct cm_op {
+    nd_overlapped ov;
+    struct cm_id *id;
+    enum cm_op_kind kind;
+    bool pending;                   /* with the core (id lock) */
+};
+
+struct cm_event {
+    struct rdma_cm_event ev;        /* first: what the application holds */
+    struct cm_event *next;
+    struct cm_id *owner;            /* the id whose count it holds (ev.id, or a listener's child) */
+    uint8_t pdata[CM_PDATA_MAX];
+};
+
+struct cm_channel {
+    struct rdma_event_channel ch;
+    pthread_mutex_t lock;
+    struct cm_event *head, *tail;
+};
+
+struct cm_id {
+    struct rdma_cm_id id;           /* first: what the application holds */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct cm_channel *own_channel; /* a synchronous id's */
+    nd_connector *conn;
+    nd_listener *listener;
+    struct cm_id *parent;           /* a connection request's listener */
+    struct cm_op op[CM_OP_COUNT];
+    uint32_t events_out;            /* delivered, not acknowledged (lock) */
+    uint32_t ops_out;               /* requests with the core (lock) */
+    bool bound, connected, disconnected, destroying;
+    bool own_cqs;                   /* rdma_create_qp made the CQs */
+    uint32_t ird, ord;
+    uint8_t pdata_reply[CM_PDATA_MAX];  /* the accepting peer's, for ESTABLISHED */
+    uint32_t pdata_reply_len;
+    /* rdma_create_ep of a listener: what rdma_get_request makes each request's QP with. */
+    struct ibv_qp_init_attr ep_qp_attr;
+    struct ibv_pd *ep_pd;
+    bool ep_has_qp;
+};
+
+/* cma.c */
+int cm_errno(nd_status st);
+int cm_fail(int err);               /* errno = err; return -1 */
+nd_port *cm_port(void);             /* the CM port; the CM thread is started with it */
+struct ibv_context *cm_context(void);   /* the one device's context, opened once */
+struct ibv_pd *cm_default_pd(void);
+void cm_queue_event(struct cm_id *id, enum rdma_cm_event_type type, int status, const void *pdata, uint32_t len);
+void cm_queue_request(struct cm_id *listener, struct cm_id *child, const void *pdata, uint32_t len);
+/* Around each request of an id: begin before the core takes it; taken when it is back
+ * (the slot may be reused from then on), done once it was handled. rdma_destroy_id waits
+ * until every begun request is done. */
+void cm_op_begin(struct cm_id *id, enum cm_op_kind kind);
+void cm_op_taken(struct cm_id *id, enum cm_op_kind kind);
+void cm_op_done(struct cm_id *id);
+/* A synchronous id waits for its next event, which is acknowledged for it: its type (the
+ * status in *status), or -1. */
+int cm_wait_event(struct cm_id *id, struct rdma_cm_event **ev);
+struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps);
+
+/* cma_conn.c: what the CM thread does with a completed request. */
+void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st);
+
+#endif

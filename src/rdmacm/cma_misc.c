@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdma_getaddrinfo, the synchronous endpoints (rdma_create_ep, rdma_get_request), address
+ * accessors and options; and the entry points the target programs import that this CM
+ * does not serve (multicast, SRQs through the CM, ECE, rsockets but rpoll).
+ */
+#include "cma_int.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <rdma/rsocket.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct rdma_addrinfo *one_info(const struct addrinfo *ai, bool passive)
+{
+    struct rdma_addrinfo *r = calloc(1, sizeof(*r));
+    struct sockaddr *sa = malloc(ai->ai_addrlen);
+
+    if (!r || !sa) {
+        free(r);
+        free(sa);
+        return NULL;
+    }
+    memcpy(sa, ai->ai_addr, ai->ai_addrlen);
+    r->ai_flags = passive ? RAI_PASSIVE : 0;
+    r->ai_family = ai->ai_family;
+    r->ai_qp_type = IBV_QPT_RC;
+    r->ai_port_space = RDMA_PS_TCP;
+    if (passive) {
+        r->ai_src_addr = sa;
+        r->ai_src_len = ai->ai_addrlen;
+    } else {
+        r->ai_dst_addr = sa;
+        r->ai_dst_len = ai->ai_addrlen;
+    }
+    return r;
+}
+
+CM_API void rdma_freeaddrinfo(struct rdma_addrinfo *res)
+{
+    while (res) {
+        struct rdma_addrinfo *next = res->ai_next;
+
+        free(res->ai_src_addr);
+        free(res->ai_dst_addr);
+        free(res->ai_src_canonname);
+        free(res->ai_dst_canonname);
+        free(res->ai_route);
+        free(res->ai_connect);
+        free(res);
+        res = next;
+    }
+}
+
+CM_API int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
+                            struct rdma_addrinfo **res)
+{
+    struct addrinfo h = { .ai_socktype = SOCK_STREAM }, *ais, *ai;
+    struct rdma_addrinfo *head = NULL, **tail = &head;
+    bool passive = hints && (hints->ai_flags & RAI_PASSIVE);
+    int rc;
+
+    if (!res)
+        return cm_fail(EINVAL);
+    if (hints) {
+        if (hints->ai_qp_type && hints->ai_qp_type != IBV_QPT_RC)
+            return cm_fail(EOPNOTSUPP);
+        h.ai_family = hints->ai_family;
+        h.ai_flags = (passive ? AI_PASSIVE : 0) | ((hints->ai_flags & RAI_NUMERICHOST) ? AI_NUMERICHOST : 0);
+    }
+    rc = getaddrinfo(node, service, &h, &ais);
+    if (rc)
+        return cm_fail(rc == EAI_SYSTEM ? errno : rc == EAI_MEMORY ? ENOMEM : ENOENT);
+    for (ai = ais; ai; ai = ai->ai_next) {
+        struct rdma_addrinfo *r;
+
+        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+            continue;
+        r = one_info(ai, passive);
+        if (!r) {
+            freeaddrinfo(ais);
+            rdma_freeaddrinfo(head);
+            return cm_fail(ENOMEM);
+        }
+        *tail = r;
+        tail = &r->ai_next;
+    }
+    freeaddrinfo(ais);
+    if (!head)
+        return cm_fail(ENOENT);
+    *res = head;
+    return 0;
+}
+
+CM_API int rdma_create_ep(struct rdma_cm_id **out, struct rdma_addrinfo *res, struct ibv_pd *pd,
+                          struct ibv_qp_init_attr *qp_attr)
+{
+    struct rdma_cm_id *id;
+
+    if (!out || !res)
+        return cm_fail(EINVAL);
+    if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) < 0)
+        return -1;
+    if ((res->ai_flags & RAI_PASSIVE) ? rdma_bind_addr(id, res->ai_src_addr) < 0
+                                      : rdma_resolve_addr(id, res->ai_src_addr, res->ai_dst_addr, 2000) < 0 ||
+                                            rdma_resolve_route(id, 2000) < 0)
+        goto fail;
+    if (qp_attr && !(res->ai_flags & RAI_PASSIVE) && rdma_create_qp(id, pd, qp_attr) < 0)
+        goto fail;
+    /* A listener keeps the QP attributes for the ids its requests make (rdma_get_request). */
+    if (qp_attr && (res->ai_flags & RAI_PASSIVE)) {
+        struct cm_id *c = (struct cm_id *)id;
+
+        c->ep_qp_attr = *qp_attr;
+        c->ep_has_qp = true;
+        c->ep_pd = pd;
+    }
+    *out = id;
+    return 0;
+fail:;
+    int e = errno;
+
+    rdma_destroy_id(id);
+    return cm_fail(e);
+}
+
+CM_API void rdma_destroy_ep(struct rdma_cm_id *id)
+{
+    if (!id)
+        return;
+    rdma_destroy_qp(id);
+    rdma_destroy_id(id);
+}
+
+/* The next connection request of a synchronous listener: an id of its own channel, with
+ * the QP the listener's rdma_create_ep asked for. */
+CM_API int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **out)
+{
+    struct cm_id *l = (struct cm_id *)listen;
+    struct rdma_cm_event *ev;
+    struct rdma_cm_id *id;
+    int type;
+
+    if (!listen || !out || !l->own_channel)
+        return cm_fail(EINVAL);
+    for (;;) {
+        type = cm_wait_event(l, &ev);
+        if (type < 0)
+            return -1;
+        if (type == RDMA_CM_EVENT_CONNECT_REQUEST)
+            break;
+        rdma_ack_cm_event(ev);
+    }
+    id = ev->id;
+    rdma_ack_cm_event(ev);
+    if (rdma_migrate_id(id, NULL) < 0 ||
+        (l->ep_has_qp && rdma_create_qp(id, l->ep_pd, &l->ep_qp_attr) < 0)) {
+        int e = errno;
+
+        rdma_reject(id, NULL, 0);
+        rdma_destroy_id(id);
+        return cm_fail(e);
+    }
+    *out = id;
+    return 0;
+}
+
+CM_API __be16 rdma_get_src_port(struct rdma_cm_id *id)
+{
+    const struct sockaddr *sa = &id->route.addr.src_addr;
+
+    return sa->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
+                                     : ((const struct sockaddr_in *)sa)->sin_port;
+}
+
+CM_API __be16 rdma_get_dst_port(struct rdma_cm_id *id)
+{
+    const struct sockaddr *sa = &id->route.addr.dst_addr;
+
+    return sa->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
+                                     : ((const struct sockaddr_in *)sa)->sin_port;
+}
+
+/* Options that tune an IB fabric's timing or a RoCE packet's class mean nothing here: they
+ * are accepted and have no effect. Anything else is refused. */
+CM_API int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)
+{
+    if (!id || !optval || !optlen)
+        return cm_fail(EINVAL);
+    if (level == RDMA_OPTION_ID && (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
+                                    optname == RDMA_OPTION_ID_AFONLY || optname == RDMA_OPTION_ID_ACK_TIMEOUT))
+        return 0;
+    return cm_fail(ENOSYS);
+}
+
+CM_API int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
+{
+    (void)event;
+    return id ? 0 : cm_fail(EINVAL);
+}
+
+/* Application-managed QPs (rdma_connect without rdma_create_qp, then these) are not served:
+ * the QP must be the CM's. */
+CM_API int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask)
+{
+    (void)id;
+    (void)attr;
+    (void)mask;
+    return cm_fail(EOPNOTSUPP);
+}
+
+CM_API int rdma_establish(struct rdma_cm_id *id)
+{
+    (void)id;
+    return cm_fail(EOPNOTSUPP);
+}
+
+CM_API int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
+{
+    (void)id;
+    (void)addr;
+    (void)context;
+    return cm_fail(ENOSYS);
+}
+
+CM_API int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+    (void)id;
+    (void)addr;
+    return cm_fail(ENOSYS);
+}
+
+/* rsockets are not offered; rpoll over ordinary descriptors is poll. */
+CM_API int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+    return poll(fds, nfds, timeout);
+}

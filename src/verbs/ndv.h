@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What libibverbs.so.1 offers librdmacm.so.1 (version node NETDIRECT_VERBS_PRIVATE_0): the
+ * core objects behind verbs ones. librdmacm reaches the core through libibverbs' copy of
+ * it, so that its connectors and listeners live beside the QPs they connect.
+ */
+#ifndef ND_VERBS_NDV_H
+#define ND_VERBS_NDV_H
+
+#include <infiniband/verbs.h>
+#include <netdirect/netdirect.h>
+
+nd_adapter *ndv_context_adapter(struct ibv_context *ctx);
+nd_qp *ndv_qp_core(struct ibv_qp *qp);
+/* The CM moved the connection on: @state INIT (created for the CM), RTS (established, with
+ * its read limits) or ERR (ended). */
+void ndv_qp_cm_state(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord);
+
+#endif

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reliable connected queue pairs over the core's. A QP is connected by the CM (librdmacm,
+ * through the private entry points at the end): the library moves it through INIT, RTR
+ * and RTS as the connection is made, and to ERR when it ends. Moving a QP to RTR with an
+ * address vector (the rc_pingpong way) is not served yet.
+ *
+ * Work requests map one to one: ibv_sge has nd_sge's layout, wr_id is the request
+ * context, and a send request without IBV_SEND_SIGNALED on a QP without sq_sig_all is a
+ * silent success (its failure still completes, as verbs wants).
+ */
+#include "verbs_int.h"
+#include "ndv.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(sizeof(struct ibv_sge) == sizeof(nd_sge) && offsetof(struct ibv_sge, length) ==
+               offsetof(nd_sge, buffer_length) && offsetof(struct ibv_sge, lkey) ==
+               offsetof(nd_sge, memory_region_token), "ibv_sge is nd_sge");
+
+static uint32_t next_qp_num = 0x100;   /* atomic */
+
+static nd_status cap_check(const struct ibv_qp_cap *cap, bool srq)
+{
+    const nd_adapter_info *l = &nd_limits;
+
+    if (!cap->max_send_wr || cap->max_send_wr > l->max_initiator_queue_depth ||
+        cap->max_send_sge > l->max_initiator_sge || cap->max_inline_data > l->max_inline_data_size)
+        return ND_INVALID_PARAMETER;
+    if (!srq && (!cap->max_recv_wr || cap->max_recv_wr > l->max_receive_queue_depth ||
+                 cap->max_recv_sge > l->max_receive_sge))
+        return ND_INVALID_PARAMETER;
+    return ND_SUCCESS;
+}
+
+VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+    struct vb_qp *q;
+    struct vb_context *c;
+    struct ibv_qp_cap cap;
+    nd_status st;
+
+    if (!pd || !attr || !attr->send_cq || !attr->recv_cq) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (attr->qp_type != IBV_QPT_RC || attr->srq) {
+        errno = EOPNOTSUPP;         /* RC only; SRQs come with their own entry points */
+        return NULL;
+    }
+    cap = attr->cap;
+    if (!cap.max_send_sge)
+        cap.max_send_sge = 1;
+    if (!cap.max_recv_sge)
+        cap.max_recv_sge = 1;
+    if (cap_check(&cap, false) != ND_SUCCESS) {
+        errno = EINVAL;
+        return NULL;
+    }
+    c = vb_ctx(pd->context);
+    q = calloc(1, sizeof(*q));
+    if (!q) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    st = nd_adapter_create_queue_pair(c->adapter, ((struct vb_cq *)attr->recv_cq)->core,
+                                      ((struct vb_cq *)attr->send_cq)->core, &q->qp, cap.max_recv_wr,
+                                      cap.max_send_wr, cap.max_recv_sge, cap.max_send_sge, cap.max_inline_data,
+                                      &q->core);
+    if (st != ND_SUCCESS) {
+        free(q);
+        errno = vb_errno(st);
+        return NULL;
+    }
+    q->qp.context = pd->context;
+    q->qp.qp_context = attr->qp_context;
+    q->qp.pd = pd;
+    q->qp.send_cq = attr->send_cq;
+    q->qp.recv_cq = attr->recv_cq;
+    q->qp.qp_num = __atomic_fetch_add(&next_qp_num, 1, __ATOMIC_RELAXED);
+    q->qp.state = IBV_QPS_RESET;
+    q->qp.qp_type = IBV_QPT_RC;
+    pthread_mutex_init(&q->qp.mutex, NULL);
+    pthread_cond_init(&q->qp.cond, NULL);
+    q->sig_all = attr->sq_sig_all != 0;
+    q->cap = cap;
+    attr->cap = cap;                /* what was granted */
+    return &q->qp;
+}
+
+VB_API int ibv_destroy_qp(struct ibv_qp *qp)
+{
+    struct vb_qp *q = (struct vb_qp *)qp;
+    nd_status st;
+
+    if (!qp)
+        return EINVAL;
+    st = nd_qp_close(q->core);
+    if (st != ND_SUCCESS)
+        return vb_errno(st);
+    pthread_cond_destroy(&qp->cond);
+    pthread_mutex_destroy(&qp->mutex);
+    free(q);
+    return 0;
+}
+
+/* The state moves a connected RC QP makes; with IBV_QP_AV (a connection made by the
+ * application's own exchange) RTR is not served yet. ERR flushes every request. */
+VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+    struct vb_qp *q = (struct vb_qp *)qp;
+
+    if (!qp || !attr)
+        return EINVAL;
+    if (!(mask & IBV_QP_STATE))
+        return 0;                   /* attributes only: nothing the core keeps */
+    switch (attr->qp_state) {
+    case IBV_QPS_RESET:
+    case IBV_QPS_INIT:
+        if (qp->state != IBV_QPS_RESET && qp->state != IBV_QPS_INIT && attr->qp_state == IBV_QPS_INIT)
+            return EINVAL;
+        break;
+    case IBV_QPS_RTR:
+        if (qp->state != IBV_QPS_INIT)
+            return EINVAL;
+        if ((mask & IBV_QP_AV) && !q->cm_connected)
+            return EOPNOTSUPP;
+        break;
+    case IBV_QPS_RTS:
+        if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS)
+            return EINVAL;
+        break;
+    case IBV_QPS_ERR:
+        nd_qp_flush(q->core);
+        break;
+    default:
+        return EINVAL;
+    }
+    qp->state = attr->qp_state;
+    return 0;
+}
+
+VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct ibv_qp_init_attr *init)
+{
+    struct vb_qp *q = (struct vb_qp *)qp;
+
+    (void)mask;
+    if (!qp || !attr || !init)
+        return EINVAL;
+    memset(attr, 0, sizeof(*attr));
+    attr->qp_state = attr->cur_qp_state = qp->state;
+    attr->path_mtu = (enum ibv_mtu)vb_port_mtu();
+    attr->qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    attr->cap = q->cap;
+    attr->port_num = VB_PORT;
+    attr->max_rd_atomic = attr->max_dest_rd_atomic = (uint8_t)q->ird;
+    memset(init, 0, sizeof(*init));
+    init->qp_context = qp->qp_context;
+    init->send_cq = qp->send_cq;
+    init->recv_cq = qp->recv_cq;
+    init->srq = qp->srq;
+    init->cap = q->cap;
+    init->qp_type = qp->qp_type;
+    init->sq_sig_all = q->sig_all;
+    return 0;
+}
+
+/* The core's flags for a send request's; -1 for one it cannot carry. */
+static int64_t send_flags(const struct vb_qp *q, unsigned f)
+{
+    uint32_t out = 0;
+
+    if (f & ~(unsigned)(IBV_SEND_SIGNALED | IBV_SEND_INLINE | IBV_SEND_FENCE | IBV_SEND_SOLICITED))
+        return -1;
+    if (!(f & IBV_SEND_SIGNALED) && !q->sig_all)
+        out |= ND_OP_FLAG_SILENT_SUCCESS;
+    if (f & IBV_SEND_INLINE)
+        out |= ND_OP_FLAG_INLINE;
+    if (f & IBV_SEND_FENCE)
+        out |= ND_OP_FLAG_READ_FENCE;
+    if (f & IBV_SEND_SOLICITED)
+        out |= ND_OP_FLAG_SEND_AND_SOLICIT_EVENT;
+    return out;
+}
+
+static int post_errno(nd_status st)
+{
+    return st == ND_NO_MORE_ENTRIES ? ENOMEM : st == ND_CONNECTION_INVALID ? EINVAL : vb_errno(st);
+}
+
+int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    struct vb_qp *q = (struct vb_qp *)qp;
+
+    for (; wr; wr = wr->next) {
+        int64_t flags = send_flags(q, wr->send_flags);
+        const nd_sge *sge = (const nd_sge *)wr->sg_list;
+        uint32_t n = wr->num_sge < 0 ? UINT32_MAX : (uint32_t)wr->num_sge;
+        void *ctx = (void *)(uintptr_t)wr->wr_id;
+        nd_status st;
+
+        if (flags < 0 || wr->num_sge < 0) {
+            *bad = wr;
+            return EINVAL;
+        }
+        switch (wr->opcode) {
+        case IBV_WR_SEND:
+            st = nd_qp_send(q->core, ctx, sge, n, (uint32_t)flags);
+            break;
+        case IBV_WR_RDMA_WRITE:
+            st = nd_qp_write(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey, (uint32_t)flags);
+            break;
+        case IBV_WR_RDMA_READ:
+            st = nd_qp_read(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey, (uint32_t)flags);
+            break;
+        default:
+            *bad = wr;
+            return EINVAL;          /* immediate data, atomics, UD, binds: not carried */
+        }
+        if (st != ND_SUCCESS) {
+            *bad = wr;
+            return post_errno(st);
+        }
+    }
+    return 0;
+}
+
+int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+    struct vb_qp *q = (struct vb_qp *)qp;
+
+    for (; wr; wr = wr->next) {
+        nd_status st;
+
+        if (wr->num_sge < 0) {
+            *bad = wr;
+            return EINVAL;
+        }
+        st = nd_qp_receive(q->core, (void *)(uintptr_t)wr->wr_id, (const nd_sge *)wr->sg_list, (uint32_t)wr->num_sge);
+        if (st != ND_SUCCESS) {
+            *bad = wr;
+            return post_errno(st);
+        }
+    }
+    return 0;
+}
+
+VB_API nd_adapter *ndv_context_adapter(struct ibv_context *ctx)
+{
+    return vb_ctx(ctx)->adapter;
+}
+
+VB_API nd_qp *ndv_qp_core(struct ibv_qp *qp)
+{
+    return ((struct vb_qp *)qp)->core;
+}
+
+VB_API void ndv_qp_cm_state(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord)
+{
+    struct vb_qp *q = (struct vb_qp *)qp;
+
+    if (state == IBV_QPS_RTS) {
+        q->cm_connected = true;
+        q->ird = ird;
+        q->ord = ord;
+    }
+    qp->state = state;
+}
