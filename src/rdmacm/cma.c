@@ -220,9 +220,6 @@ void cm_queue_event(struct cm_id *id, enum rdma_cm_event_type type, int status, 
 
     if (!e)
         return;                     /* lost for want of memory */
-    pthread_mutex_lock(&id->lock);
-    id->events_out++;
-    pthread_mutex_unlock(&id->lock);
     channel_push((struct cm_channel *)id->id.channel, e);
 }
 
@@ -234,9 +231,6 @@ void cm_queue_request(struct cm_id *listener, struct cm_id *child, const void *p
     if (!e)
         return;
     e->ev.listen_id = &listener->id;
-    pthread_mutex_lock(&child->lock);
-    child->events_out++;
-    pthread_mutex_unlock(&child->lock);
     channel_push((struct cm_channel *)listener->id.channel, e);
 }
 
@@ -258,6 +252,10 @@ CM_API int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_
             c->head = e->next;
             if (!c->head)
                 c->tail = NULL;
+            /* Delivered now: its id's destroy waits for the acknowledgement. */
+            pthread_mutex_lock(&e->owner->lock);
+            e->owner->events_out++;
+            pthread_mutex_unlock(&e->owner->lock);
         }
         pthread_mutex_unlock(&c->lock);
         if (e) {
@@ -288,6 +286,27 @@ CM_API int rdma_ack_cm_event(struct rdma_cm_event *event)
 int cm_wait_event(struct cm_id *id, struct rdma_cm_event **ev)
 {
     return rdma_get_cm_event(id->id.channel, ev) == 0 ? (int)(*ev)->event : -1;
+}
+
+/* Take @id's undelivered events out of @c (the id is being destroyed); their counts stay,
+ * and a reader that finds a count without its event reads again. */
+static void channel_forget(struct cm_channel *c, struct cm_id *id)
+{
+    pthread_mutex_lock(&c->lock);
+    for (struct cm_event **p = &c->head; *p;) {
+        struct cm_event *e = *p;
+
+        if (e->owner == id) {
+            *p = e->next;
+            free(e);
+        } else {
+            p = &e->next;
+        }
+    }
+    c->tail = NULL;
+    for (struct cm_event *e = c->head; e; e = e->next)
+        c->tail = e;
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- ids ---- */
@@ -365,8 +384,6 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
         return cm_fail(EINVAL);
     pthread_mutex_lock(&id->lock);
     id->destroying = true;
-    while (id->events_out)
-        pthread_cond_wait(&id->cond, &id->lock);
     pthread_mutex_unlock(&id->lock);
     drain_ops(id);
     if (id->conn) {
@@ -376,6 +393,14 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
     drain_ops(id);                  /* a close's implicit disconnect */
     if (id->listener)
         nd_listener_close(id->listener);
+    /* No request of the id is out any more: nothing queues an event for it now. Events
+     * not yet delivered are dropped (rdma-core's kernel drops them too); delivered ones
+     * are waited for until acknowledged. */
+    channel_forget((struct cm_channel *)cid->channel, id);
+    pthread_mutex_lock(&id->lock);
+    while (id->events_out)
+        pthread_cond_wait(&id->cond, &id->lock);
+    pthread_mutex_unlock(&id->lock);
     if (id->own_channel)
         rdma_destroy_event_channel(&id->own_channel->ch);
     pthread_cond_destroy(&id->cond);
