@@ -11,6 +11,9 @@
 # A line per run: PASS, FAIL or PART (ran correctly, stopped before its end: ndrpingpong
 # over iwarp, below), the exit status of each side and the time taken; output
 # goes to BIN_DIR/run-TRANSPORT-PROGRAM.{server,client}.log. Exit status 1 if any failed.
+# Ports are below Linux's ephemeral range: a listener cannot bind a port that an outgoing
+# connection left in TIME_WAIT, and the SDK's defaults (5432x) are inside it. ndmpic's
+# ranks listen on its fixed 54322 and up (it runs in fresh namespaces only).
 set -u
 bin=$(cd "$1" && pwd) || exit 2
 modes=${2:-both}
@@ -89,9 +92,9 @@ run_pair() {   # label, program, port, server args, client args (each one quoted
 run_ndconn() {
     slog=$bin/run-$mode-ndconn.server.log clog=$bin/run-$mode-ndconn.client.log
     t0=$(date +%s.%N)
-    $cli env ND_TRANSPORT=$transport timeout 300 "$bin/ndconn" -c "$addr:54321" > "$clog" 2>&1 &
+    $cli env ND_TRANSPORT=$transport timeout 300 "$bin/ndconn" -c "$addr:24321" > "$clog" 2>&1 &
     cpid=$!
-    $srv env ND_TRANSPORT=$transport timeout 300 "$bin/ndconn" -s "$addr:54321" > "$slog" 2>&1
+    $srv env ND_TRANSPORT=$transport timeout 300 "$bin/ndconn" -s "$addr:24321" > "$slog" 2>&1
     src=$?
     wait "$cpid"
     crc=$?
@@ -105,9 +108,9 @@ run_ndconn() {
 
 # ndrpingpong reads its memory without polling: over iwarp each Write then waits for the
 # receiving process's progress thread to get a CPU from two spinning threads, and its 1.5
-# million round trips do not end on a 2-CPU host. It runs for $RPP_SECONDS; the line
+# million round trips do not end on a 2-CPU host. It runs for $RPP_SECONDS s; the line
 # reports the sizes it got through (stdout line-buffered so that they show).
-RPP_SECONDS=${RPP_SECONDS:-30}
+RPP_SECONDS=${RPP_SECONDS:-90}
 run_partial() {   # label, program, port, server args, client args
     label=$1 prog=$2 port=$3 sargs=$4 cargs=$5
     slog=$bin/run-$mode-$label.server.log clog=$bin/run-$mode-$label.client.log
@@ -148,22 +151,22 @@ for mode in $modes; do
     run_single ndmrrate ndmrrate "$addr"
     run_single ndcq ndcq "$addr"
     for io in p b; do
-        run_pair "ndping -$io" ndping 54324 "-s -$io $addr:54324" "-c -$io $addr:54324"
-        run_pair "ndpingpong -$io" ndpingpong 54325 "-s -$io $addr:54325" "-c -$io $addr:54325"
-        run_pair "ndrping -$io" ndrping 54326 "-s -$io $addr:54326" "-c -$io $addr:54326"
+        run_pair "ndping -$io" ndping 24324 "-s -$io $addr:24324" "-c -$io $addr:24324"
+        run_pair "ndpingpong -$io" ndpingpong 24325 "-s -$io $addr:24325" "-c -$io $addr:24325"
+        run_pair "ndrping -$io" ndrping 24326 "-s -$io $addr:24326" "-c -$io $addr:24326"
         if [ "$transport" = shm ]; then
-            run_pair "ndrpingpong -$io" ndrpingpong 54327 "-s -$io $addr:54327" "-c -$io $addr:54327"
+            run_pair "ndrpingpong -$io" ndrpingpong 24327 "-s -$io $addr:24327" "-c -$io $addr:24327"
         else
-            run_partial "ndrpingpong -$io" ndrpingpong 54327 "-s -$io $addr:54327" "-c -$io $addr:54327"
+            run_partial "ndrpingpong -$io" ndrpingpong 24327 "-s -$io $addr:24327" "-c -$io $addr:24327"
         fi
     done
-    run_pair "ndrping -r" ndrping 54326 "-s -r $addr:54326" "-c -r $addr:54326"
+    run_pair "ndrping -r" ndrping 24326 "-s -r $addr:24326" "-c -r $addr:24326"
     run_ndconn
     run_pair ndmval ndmval 54331 "-s $addr:54331" "-c $addr:54331"
-    run_pair ndmw ndmw 54323 "-s $addr:54323" "-c $addr:54323"
+    run_pair ndmw ndmw 24323 "-s $addr:24323" "-c $addr:24323"
     [ -n "$peer" ] && run_pair ndmpic ndmpic 54324 "-s $addr $peer" "-c $peer $addr"
     for t in $memtests; do
-        run_pair "ndmemorytest $t" ndmemorytest 54322 "-s -t $t $addr:54322" "-c -t $t $addr:54322"
+        run_pair "ndmemorytest $t" ndmemorytest 24322 "-s -t $t $addr:24322" "-c -t $t $addr:24322"
     done
 done
 echo "sdk_run: $failed failed"

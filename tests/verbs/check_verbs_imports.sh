@@ -1,11 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Every name (and version node) that Debian's RDMA programs import from libibverbs.so.1 and
-# librdmacm.so.1 is exported by ours: they are linked BIND_NOW, so one missing name fails
-# them at load. Programs not installed are left out; none at all is a skip (77).
-# Usage: check_verbs_imports.sh LIBIBVERBS LIBRDMACM
+# Every name (and version node) that Debian's RDMA programs import from libibverbs.so.1,
+# librdmacm.so.1, libmlx5.so.1 and libefa.so.1 is exported by ours: they are linked
+# BIND_NOW, so one missing name fails them at load. Programs not installed are left out;
+# none at all is a skip (77).
+# Usage: check_verbs_imports.sh LIBDIR   (netdirect's private library directory)
 set -u
-lib=$1 cmlib=$2
+dir=$1
 progs="ibv_devices ibv_devinfo ibv_rc_pingpong rping ucmatose rdma_server rdma_client cmtime ib_send_lat ib_send_bw
        ib_write_lat ib_write_bw ib_read_lat ib_read_bw fi_info fi_pingpong"
 files=
@@ -15,10 +16,10 @@ done
 fab=$(ldconfig -p | awk '/libfabric\.so\.1 / { print $NF; exit }')
 [ -n "$fab" ] && files="$files $fab"
 [ -n "$files" ] || { echo "no Debian RDMA programs installed"; exit 77; }
-have=$(objdump -T "$lib" "$cmlib" | awk '$4 == ".text" { print $(NF-1), $NF }' | tr -d '()')
+have=$(objdump -T "$dir/libibverbs.so.1" "$dir/librdmacm.so.1" "$dir/libmlx5.so.1" "$dir/libefa.so.1" | awk '$4 == ".text" { print $(NF-1), $NF }' | tr -d '()')
 missing=0
 # shellcheck disable=SC2086
-for pair in $(objdump -T $files 2>/dev/null | awk '/\*UND\*/ && $(NF-1) ~ /IBVERBS|RDMACM/ { print $(NF-1) "@" $NF }' |
+for pair in $(objdump -T $files 2>/dev/null | awk '/\*UND\*/ && $(NF-1) ~ /IBVERBS|RDMACM|MLX5|EFA/ { print $(NF-1) "@" $NF }' |
               tr -d '()' | sort -u); do
     node=${pair%@*} name=${pair#*@}
     if ! printf '%s\n' "$have" | grep -qx "$node $name"; then
@@ -27,4 +28,4 @@ for pair in $(objdump -T $files 2>/dev/null | awk '/\*UND\*/ && $(NF-1) ~ /IBVER
     fi
 done
 [ "$missing" -eq 0 ] || exit 1
-echo "every IBVERBS and RDMACM import of $(echo "$files" | wc -w) files is exported"
+echo "every IBVERBS, RDMACM, MLX5 and EFA import of $(echo "$files" | wc -w) files is exported"
