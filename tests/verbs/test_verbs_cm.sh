@@ -12,7 +12,9 @@ set -u
 nd_run=$1
 command -v ucmatose > /dev/null || { echo "rdmacm-utils not installed"; exit 77; }
 pre=${ND_TEST_FOREIGN_PRELOAD:+LD_PRELOAD=$ND_TEST_FOREIGN_PRELOAD}
-port=$((30000 + $$ % 20000))
+# Below the ephemeral range (32768 and up): a listener cannot take a port a connection left
+# in TIME_WAIT.
+port=$((10000 + $$ % 10000 * 2))
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; kill $(jobs -p) 2> /dev/null' EXIT
 fail() { echo "cm: $*"; exit 1; }

@@ -10,7 +10,8 @@ set -u
 nd_run=$1
 command -v rping > /dev/null || { echo "rdmacm-utils not installed"; exit 77; }
 pre=${ND_TEST_FOREIGN_PRELOAD:+LD_PRELOAD=$ND_TEST_FOREIGN_PRELOAD}
-port=$((20000 + $$ % 20000))
+# Below the ephemeral range (32768 and up), apart from test_verbs_cm.sh's.
+port=$((30000 + $$ % 2000))
 fail() { echo "rping: $*"; exit 1; }
 
 wait_listen() {   # port pid
