@@ -8,27 +8,15 @@
 # Each side must exit 0 (cmtime's client only) and print its success line.
 # Usage: test_verbs_cm.sh NETDIRECT_RUN   (77 without rdmacm-utils)
 set -u
-[ -n "${ND_TEST_FOREIGN_SKIP:-}" ] && { echo "not in this build (sanitizer runtime)"; exit 77; }
+. "$(dirname "$0")/foreign_lib.sh"
 nd_run=$1
 command -v ucmatose > /dev/null || { echo "rdmacm-utils not installed"; exit 77; }
-pre=${ND_TEST_FOREIGN_PRELOAD:+LD_PRELOAD=$ND_TEST_FOREIGN_PRELOAD}
 # Below the ephemeral range (32768 and up): a listener cannot take a port a connection left
 # in TIME_WAIT.
 port=$((10000 + $$ % 10000 * 2))
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; kill $(jobs -p) 2> /dev/null' EXIT
 fail() { echo "cm: $*"; exit 1; }
-
-wait_listen() {   # port pid
-    i=0
-    while [ $i -lt 200 ]; do
-        ss -Hltn "sport = :$1" 2> /dev/null | grep -q LISTEN && return 0
-        kill -0 "$2" 2> /dev/null || return 1
-        sleep 0.05
-        i=$((i + 1))
-    done
-    return 1
-}
 
 # pair NAME SERVER_STAYS(0/1) CLIENT_PATTERN SERVER_PATTERN -- server args -- client args
 pair() {

@@ -4,11 +4,12 @@
 # info (RDMA CM, RC) and verbs;ofi_rxm's FI_EP_RDM infos on top of it.
 # Usage: test_verbs_fi_info.sh NETDIRECT_RUN   (77 without libfabric-bin)
 set -u
-[ -n "${ND_TEST_FOREIGN_SKIP:-}" ] && { echo "not in this build (sanitizer runtime)"; exit 77; }
+. "$(dirname "$0")/foreign_lib.sh"
 nd_run=$1
 command -v fi_info > /dev/null || { echo "libfabric-bin not installed"; exit 77; }
 export FI_TCP_IFACE=lo FI_NET_IFACE=lo
-out=$("$nd_run" env ${ND_TEST_FOREIGN_PRELOAD:+LD_PRELOAD=$ND_TEST_FOREIGN_PRELOAD} fi_info -p verbs 2>&1) ||
+# shellcheck disable=SC2086
+out=$("$nd_run" env $pre fi_info -p verbs 2>&1) ||
     { echo "$out"; echo "fi_info -p verbs failed"; exit 1; }
 # One record per provider line: provider, fabric, domain, version, type, protocol.
 msg=$(printf '%s\n' "$out" | awk '/^provider:/ { p = $2 } /domain:/ { d = $2 } /type:/ { t = $2 }

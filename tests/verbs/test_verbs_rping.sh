@@ -6,24 +6,12 @@
 # both must exit 0.
 # Usage: test_verbs_rping.sh NETDIRECT_RUN   (77 without rdmacm-utils)
 set -u
-[ -n "${ND_TEST_FOREIGN_SKIP:-}" ] && { echo "not in this build (sanitizer runtime)"; exit 77; }
+. "$(dirname "$0")/foreign_lib.sh"
 nd_run=$1
 command -v rping > /dev/null || { echo "rdmacm-utils not installed"; exit 77; }
-pre=${ND_TEST_FOREIGN_PRELOAD:+LD_PRELOAD=$ND_TEST_FOREIGN_PRELOAD}
 # Below the ephemeral range (32768 and up), apart from test_verbs_cm.sh's.
 port=$((30000 + $$ % 2000))
 fail() { echo "rping: $*"; exit 1; }
-
-wait_listen() {   # port pid
-    i=0
-    while [ $i -lt 200 ]; do
-        ss -Hltn "sport = :$1" 2> /dev/null | grep -q LISTEN && return 0
-        kill -0 "$2" 2> /dev/null || return 1
-        sleep 0.05
-        i=$((i + 1))
-    done
-    return 1
-}
 
 for transport in shm iwarp; do
     for size in 64 65535; do
