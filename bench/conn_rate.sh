@@ -5,7 +5,9 @@
 # and over iwarp, against raw unix-socket loops (connect, 4 KiB each way, close; and with
 # no data) and a raw TCP loop, at the same concurrency (1 and 2 at once). Medians of $RUNS
 # rounds of $SECONDS_EACH s each; ratios are raw / netdirect at equal concurrency.
-# Usage: bench/conn_rate.sh [build-dir]
+# With ND_SDK_BIN (the ND SDK's programs, scripts/nd-sdk-build.sh), the SDK's ndconn runs
+# too, once over shm (its client connects for a fixed 60 s), in the same run.
+# Usage: [ND_SDK_BIN=dir] bench/conn_rate.sh [build-dir]
 set -u
 build=${1:-build}
 RUNS=${RUNS:-3}
@@ -33,6 +35,19 @@ for r in $(seq "$RUNS"); do
     "$build/bench/raw_conn_rate" unix "$SECONDS_EACH" --json --data 4096 --threads 2 >> "$tmp/unix4k2"
     "$build/bench/raw_conn_rate" tcp "$SECONDS_EACH" --json >> "$tmp/tcp"
 done
+# ndconn: the client starts first (it waits 5 s for its server, then connects for 60 s).
+sdk_ndconn() {
+    next_port
+    ND_TRANSPORT=shm "$ND_SDK_BIN/ndconn" -c "127.0.0.1:$port" > "$tmp/ndconn.c" 2>&1 &
+    client=$!
+    ND_TRANSPORT=shm "$ND_SDK_BIN/ndconn" -s "127.0.0.1:$port" > "$tmp/ndconn.s" 2>&1
+    wait "$client"
+    awk '/connections per second/ { print $1; exit }' "$tmp/ndconn.c"
+}
+if [ -n "${ND_SDK_BIN:-}" ]; then
+    ndconn=$(sdk_ndconn)
+    ndconn_times=$(grep -E '^(Connect|CompleteConnect|Disconnect):' "$tmp/ndconn.c" | tr -s ' ' | tr '\n' ' ')
+fi
 for f in shm1 shm2 iw1 unix unix4k unix4k2 tcp; do
     eval "$f=\$(field per_second < \"$tmp/$f\" | median)"
 done
@@ -47,7 +62,10 @@ echo "| raw TCP connect/accept/close (no data) | 1 | $tcp | |"
 echo "| **netdirect nd_conn, shm** (full life, 4 KiB each way) | 1 | **$shm1** | $(ratio "$unix4k" "$shm1") |"
 echo "| **netdirect nd_conn, shm** | 2 | **$shm2** | $(ratio "$unix4k2" "$shm2") (raw at 1: $(ratio "$unix4k" "$shm2")) |"
 echo "| **netdirect nd_conn, iwarp** | 1 | **$iw1** | $(ratio "$unix4k" "$iw1") |"
+[ -n "${ND_SDK_BIN:-}" ] &&
+    echo "| ND SDK ndconn on the SPI, shm (its own loop: a QP, Connect, CompleteConnect, one Send, Disconnect each; one 60 s run) | 1 | $ndconn | $(ratio "$unix4k" "$ndconn") |"
 echo
+[ -n "${ND_SDK_BIN:-}" ] && echo "ndconn client: $ndconn_times(us per connection)"
 for f in shm1 shm2 iw1; do
     echo "$f averages: Connect $(field connect_us < "$tmp/$f" | median) us, CompleteConnect" \
          "$(field complete_connect_us < "$tmp/$f" | median) us, Disconnect $(field disconnect_us < "$tmp/$f" | median) us"
