@@ -55,6 +55,41 @@ CM_API void rdma_freeaddrinfo(struct rdma_addrinfo *res)
     }
 }
 
+static struct sockaddr *sa_dup(const struct sockaddr *sa, socklen_t len)
+{
+    struct sockaddr *c = sa && len ? malloc(len) : NULL;
+
+    if (c)
+        memcpy(c, sa, len);
+    return c;
+}
+
+/* No name or service: the addresses the hints carry are the answer (libfabric asks so). */
+static int info_from_hints(const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+{
+    struct rdma_addrinfo *r;
+
+    if (!hints || (!hints->ai_src_addr && !hints->ai_dst_addr))
+        return cm_fail(EINVAL);
+    r = calloc(1, sizeof(*r));
+    if (!r)
+        return cm_fail(ENOMEM);
+    r->ai_flags = hints->ai_flags;
+    r->ai_family = hints->ai_src_addr ? hints->ai_src_addr->sa_family : hints->ai_dst_addr->sa_family;
+    r->ai_qp_type = IBV_QPT_RC;
+    r->ai_port_space = RDMA_PS_TCP;
+    r->ai_src_addr = sa_dup(hints->ai_src_addr, hints->ai_src_len);
+    r->ai_src_len = r->ai_src_addr ? hints->ai_src_len : 0;
+    r->ai_dst_addr = sa_dup(hints->ai_dst_addr, hints->ai_dst_len);
+    r->ai_dst_len = r->ai_dst_addr ? hints->ai_dst_len : 0;
+    if ((hints->ai_src_addr && !r->ai_src_addr) || (hints->ai_dst_addr && !r->ai_dst_addr)) {
+        rdma_freeaddrinfo(r);
+        return cm_fail(ENOMEM);
+    }
+    *res = r;
+    return 0;
+}
+
 CM_API int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints,
                             struct rdma_addrinfo **res)
 {
@@ -65,6 +100,8 @@ CM_API int rdma_getaddrinfo(const char *node, const char *service, const struct 
 
     if (!res)
         return cm_fail(EINVAL);
+    if (!node && !service)
+        return info_from_hints(hints, res);
     if (hints) {
         if (hints->ai_qp_type && hints->ai_qp_type != IBV_QPT_RC)
             return cm_fail(EOPNOTSUPP);
