@@ -366,10 +366,15 @@ CM_API int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id 
 /* Cancel what the core still holds for @id and wait until it is all back. */
 static void drain_ops(struct cm_id *id)
 {
+    nd_connector *conn;
+
     if (id->listener)
         nd_listener_cancel_overlapped_requests(id->listener);
-    if (id->conn)
-        nd_connector_cancel_overlapped_requests(id->conn);
+    pthread_mutex_lock(&id->lock);
+    conn = id->conn;
+    pthread_mutex_unlock(&id->lock);
+    if (conn && !id->listener)
+        nd_connector_cancel_overlapped_requests(conn);
     pthread_mutex_lock(&id->lock);
     while (id->ops_out)
         pthread_cond_wait(&id->cond, &id->lock);

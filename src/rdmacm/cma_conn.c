@@ -277,11 +277,16 @@ static void arm_listener(struct cm_id *l)
 
     if (nd_adapter_create_connector(ndv_context_adapter(l->id.verbs), cm_port(), &next) != ND_SUCCESS)
         return;
+    /* l->conn is the listener lock's: rdma_destroy_id reads it from another thread. */
+    pthread_mutex_lock(&l->lock);
     l->conn = next;
+    pthread_mutex_unlock(&l->lock);
     cm_op_begin(l, CM_OP_GETREQ);
     if (start(l, CM_OP_GETREQ, nd_listener_get_connection_request(l->listener, next, &l->op[CM_OP_GETREQ].ov)) < 0) {
-        nd_connector_close(next);
+        pthread_mutex_lock(&l->lock);
         l->conn = NULL;
+        pthread_mutex_unlock(&l->lock);
+        nd_connector_close(next);
     }
 }
 
@@ -425,12 +430,15 @@ static void connect_done(struct cm_id *id, nd_status st)
 
 static void request_in(struct cm_id *l, nd_status st)
 {
-    nd_connector *conn = l->conn;
+    nd_connector *conn;
     struct cm_id *child;
     uint8_t pdata[CM_PDATA_MAX];
     uint32_t len = sizeof(pdata), alen;
 
+    pthread_mutex_lock(&l->lock);
+    conn = l->conn;
     l->conn = NULL;
+    pthread_mutex_unlock(&l->lock);
     if (st != ND_SUCCESS || l->destroying) {
         if (conn && st == ND_SUCCESS)
             nd_connector_reject(conn, NULL, 0);

@@ -117,20 +117,22 @@ VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
         return EINVAL;
     if (!(mask & IBV_QP_STATE))
         return 0;                   /* attributes only: nothing the core keeps */
+    enum ibv_qp_state now = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+
     switch (attr->qp_state) {
     case IBV_QPS_RESET:
     case IBV_QPS_INIT:
-        if (qp->state != IBV_QPS_RESET && qp->state != IBV_QPS_INIT && attr->qp_state == IBV_QPS_INIT)
+        if (now != IBV_QPS_RESET && now != IBV_QPS_INIT && attr->qp_state == IBV_QPS_INIT)
             return EINVAL;
         break;
     case IBV_QPS_RTR:
-        if (qp->state != IBV_QPS_INIT)
+        if (now != IBV_QPS_INIT)
             return EINVAL;
         if ((mask & IBV_QP_AV) && !q->cm_connected)
             return EOPNOTSUPP;
         break;
     case IBV_QPS_RTS:
-        if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS)
+        if (now != IBV_QPS_RTR && now != IBV_QPS_RTS)
             return EINVAL;
         break;
     case IBV_QPS_ERR:
@@ -139,7 +141,7 @@ VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
     default:
         return EINVAL;
     }
-    qp->state = attr->qp_state;
+    __atomic_store_n(&qp->state, attr->qp_state, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -151,7 +153,7 @@ VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, s
     if (!qp || !attr || !init)
         return EINVAL;
     memset(attr, 0, sizeof(*attr));
-    attr->qp_state = attr->cur_qp_state = qp->state;
+    attr->qp_state = attr->cur_qp_state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
     attr->path_mtu = (enum ibv_mtu)vb_port_mtu();
     attr->qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     attr->cap = q->cap;
@@ -267,5 +269,6 @@ VB_API void ndv_qp_cm_state(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t
         q->ird = ird;
         q->ord = ord;
     }
-    qp->state = state;
+    /* From the CM's thread: applications read the state (ibv_query_qp, or the field). */
+    __atomic_store_n(&qp->state, state, __ATOMIC_RELEASE);
 }

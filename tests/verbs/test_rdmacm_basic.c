@@ -68,7 +68,11 @@ static void server(struct sockaddr_in *addr, int ready)
     struct rdma_conn_param p = { .private_data = "yes", .private_data_len = 4 };
     CHECK(rdma_accept(c, &p) == 0);
     ev = expect(ch, RDMA_CM_EVENT_ESTABLISHED);
-    CHECK(rdma_ack_cm_event(ev) == 0 && c->qp->state == IBV_QPS_RTS);
+    /* RTS, or already ERR: the client may have sent and disconnected by now. */
+    struct ibv_qp_attr qa;
+    struct ibv_qp_init_attr qi;
+    CHECK(rdma_ack_cm_event(ev) == 0 && ibv_query_qp(c->qp, &qa, IBV_QP_STATE, &qi) == 0 &&
+          (qa.qp_state == IBV_QPS_RTS || qa.qp_state == IBV_QPS_ERR));
     while (ibv_poll_cq(c->recv_cq, 1, &wc) == 0)
         ;
     CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 7 && wc.opcode == IBV_WC_RECV && wc.byte_len == 6 &&
@@ -140,7 +144,10 @@ int main(void)
     id = connect_to(ch, &addr, "hi2");
     ev = expect(ch, RDMA_CM_EVENT_ESTABLISHED);
     CHECK(ev->param.conn.private_data_len >= 4 && !memcmp(ev->param.conn.private_data, "yes", 4));
-    CHECK(rdma_ack_cm_event(ev) == 0);
+    struct ibv_qp_attr qa;
+    struct ibv_qp_init_attr qi;
+    CHECK(rdma_ack_cm_event(ev) == 0 && ibv_query_qp(id->qp, &qa, IBV_QP_STATE, &qi) == 0 &&
+          qa.qp_state == IBV_QPS_RTS && qi.cap.max_send_wr >= 4);
     static char msg[64] = "hello", rbuf[64];
     struct ibv_mr *mr = ibv_reg_mr(id->pd, msg, sizeof(msg), IBV_ACCESS_LOCAL_WRITE);
     struct ibv_mr *rmr = ibv_reg_mr(id->pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
