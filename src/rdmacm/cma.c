@@ -2,21 +2,18 @@
 /*
  * Event channels, ids and the CM thread.
  *
- * A channel is a queue of events and an eventfd in semaphore mode with one count per
- * queued event (programs poll it or make it non-blocking). rdma_get_cm_event takes one
- * count and the oldest event; rdma_ack_cm_event frees it. rdma_destroy_id waits until
+ * A channel is an event queue behind its descriptor (core/evq.h): rdma_get_cm_event takes
+ * the oldest event; rdma_ack_cm_event frees it. rdma_destroy_id waits until
  * every event delivered for the id is acknowledged and every request of the id is back
  * from the core, then frees it.
  */
 #include "cma_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 static pthread_once_t cm_once = PTHREAD_ONCE_INIT;
@@ -150,13 +147,17 @@ CM_API struct rdma_event_channel *rdma_create_event_channel(void)
         errno = ENODEV;
         return NULL;
     }
-    c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-    if (c->ch.fd < 0) {
+    if (nd_evq_init(&c->q) < 0) {
         free(c);
         return NULL;
     }
-    pthread_mutex_init(&c->lock, NULL);
+    c->ch.fd = c->q.fd;
     return &c->ch;
+}
+
+static void event_free(struct nd_evq_node *n)
+{
+    free(CM_EVENT_OF(n));
 }
 
 CM_API void rdma_destroy_event_channel(struct rdma_event_channel *channel)
@@ -165,29 +166,13 @@ CM_API void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 
     if (!channel)
         return;
-    while (c->head) {
-        struct cm_event *e = c->head;
-
-        c->head = e->next;
-        free(e);
-    }
-    close(channel->fd);
-    pthread_mutex_destroy(&c->lock);
+    nd_evq_fini(&c->q, event_free);
     free(c);
 }
 
 static void channel_push(struct cm_channel *c, struct cm_event *e)
 {
-    uint64_t one = 1;
-
-    pthread_mutex_lock(&c->lock);
-    if (c->tail)
-        c->tail->next = e;
-    else
-        c->head = e;
-    c->tail = e;
-    pthread_mutex_unlock(&c->lock);
-    if (write(c->ch.fd, &one, sizeof(one)) < 0)
+    if (nd_evq_push(&c->q, &e->node) < 0)
         abort();                    /* an eventfd count cannot overflow here */
 }
 
@@ -198,7 +183,7 @@ static struct cm_event *event_new(struct cm_id *owner, struct rdma_cm_id *evid, 
 
     if (!e)
         return NULL;
-    e->owner = owner;
+    e->node.owner = owner;
     e->ev.id = evid;
     e->ev.event = type;
     e->ev.status = status;
@@ -234,37 +219,27 @@ void cm_queue_request(struct cm_id *listener, struct cm_id *child, const void *p
     channel_push((struct cm_channel *)listener->id.channel, e);
 }
 
+/* Under the channel's lock: the event's id is not destroyed until it is acknowledged. */
+static void event_taken(struct nd_evq_node *n)
+{
+    struct cm_id *owner = (struct cm_id *)n->owner;
+
+    pthread_mutex_lock(&owner->lock);
+    owner->events_out++;
+    pthread_mutex_unlock(&owner->lock);
+}
+
 CM_API int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
-    struct cm_channel *c = (struct cm_channel *)channel;
+    struct nd_evq_node *n;
 
     if (!channel || !event)
         return cm_fail(EINVAL);
-    for (;;) {
-        uint64_t v;
-        struct cm_event *e;
-
-        if (read(channel->fd, &v, sizeof(v)) != sizeof(v))
-            return -1;              /* EAGAIN on a non-blocking channel, EINTR */
-        pthread_mutex_lock(&c->lock);
-        e = c->head;
-        if (e) {
-            c->head = e->next;
-            if (!c->head)
-                c->tail = NULL;
-            /* Delivered now: its id's destroy waits for the acknowledgement. */
-            pthread_mutex_lock(&e->owner->lock);
-            e->owner->events_out++;
-            pthread_mutex_unlock(&e->owner->lock);
-        }
-        pthread_mutex_unlock(&c->lock);
-        if (e) {
-            *event = &e->ev;
-            return 0;
-        }
-        if (fcntl(channel->fd, F_GETFL) & O_NONBLOCK)
-            return cm_fail(EAGAIN);
-    }
+    n = nd_evq_wait(&((struct cm_channel *)channel)->q, event_taken);
+    if (!n)
+        return -1;                  /* EAGAIN on a non-blocking channel, EINTR */
+    *event = &CM_EVENT_OF(n)->ev;
+    return 0;
 }
 
 CM_API int rdma_ack_cm_event(struct rdma_cm_event *event)
@@ -274,7 +249,7 @@ CM_API int rdma_ack_cm_event(struct rdma_cm_event *event)
 
     if (!event)
         return cm_fail(EINVAL);
-    owner = e->owner;
+    owner = (struct cm_id *)e->node.owner;
     pthread_mutex_lock(&owner->lock);
     owner->events_out--;
     pthread_cond_broadcast(&owner->cond);
@@ -286,27 +261,6 @@ CM_API int rdma_ack_cm_event(struct rdma_cm_event *event)
 int cm_wait_event(struct cm_id *id, struct rdma_cm_event **ev)
 {
     return rdma_get_cm_event(id->id.channel, ev) == 0 ? (int)(*ev)->event : -1;
-}
-
-/* Take @id's undelivered events out of @c (the id is being destroyed); their counts stay,
- * and a reader that finds a count without its event reads again. */
-static void channel_forget(struct cm_channel *c, struct cm_id *id)
-{
-    pthread_mutex_lock(&c->lock);
-    for (struct cm_event **p = &c->head; *p;) {
-        struct cm_event *e = *p;
-
-        if (e->owner == id) {
-            *p = e->next;
-            free(e);
-        } else {
-            p = &e->next;
-        }
-    }
-    c->tail = NULL;
-    for (struct cm_event *e = c->head; e; e = e->next)
-        c->tail = e;
-    pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- ids ---- */
@@ -401,7 +355,7 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
     /* No request of the id is out any more: nothing queues an event for it now. Events
      * not yet delivered are dropped (rdma-core's kernel drops them too); delivered ones
      * are waited for until acknowledged. */
-    channel_forget((struct cm_channel *)cid->channel, id);
+    nd_evq_forget(&((struct cm_channel *)cid->channel)->q, id, event_free);
     pthread_mutex_lock(&id->lock);
     while (id->events_out)
         pthread_cond_wait(&id->cond, &id->lock);

@@ -16,7 +16,10 @@
 #include <rdma/rdma_cma.h>
 #include <stdbool.h>
 
+#include "core/evq.h"
 #include "verbs/ndv.h"
+
+#include <stddef.h>
 
 #define CM_API __attribute__((visibility("default")))
 #define CM_PDATA_MAX 256
@@ -36,15 +39,14 @@ struct cm_op {
 
 struct cm_event {
     struct rdma_cm_event ev;        /* first: what the application holds */
-    struct cm_event *next;
-    struct cm_id *owner;            /* the id whose count it holds (ev.id, or a listener's child) */
+    struct nd_evq_node node;        /* owner: the id whose count it holds (ev.id) */
     uint8_t pdata[CM_PDATA_MAX];
 };
+#define CM_EVENT_OF(n) ((struct cm_event *)((char *)(n) - offsetof(struct cm_event, node)))
 
 struct cm_channel {
     struct rdma_event_channel ch;
-    pthread_mutex_t lock;
-    struct cm_event *head, *tail;
+    struct nd_evq q;
 };
 
 struct cm_id {

@@ -2,11 +2,8 @@
 /*
  * Completion queues and completion channels.
  *
- * A channel is a queue of events in the library and an eventfd in semaphore mode that
- * holds one count per queued event: applications poll it, make it non-blocking, and
- * ibv_get_cq_event reads one count and takes the oldest event. A CQ destroyed with events
- * still queued takes them out; a count left without its event makes a blocking reader
- * wait again and a non-blocking one return EAGAIN.
+ * A channel is an event queue behind its descriptor (core/evq.h): ibv_get_cq_event takes
+ * the oldest event; a CQ destroyed with events still queued takes them out.
  *
  * ibv_req_notify_cq arms the core's CQ once (nd_cq_notify): the next completion added, or
  * the next solicited or failed one, completes that request on the context's port. The
@@ -15,25 +12,28 @@
  */
 #include "verbs_int.h"
 
+#include "core/evq.h"
 #include "core/log.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
+/* An event of a CQ whose notify request completed; the node's owner is the CQ. */
 struct vb_event {
-    struct vb_event *next;
-    struct vb_cq *cq;
+    struct nd_evq_node node;
 };
 
 struct vb_channel {
     struct ibv_comp_channel ch;
-    pthread_mutex_t lock;
-    struct vb_event *head, *tail;
+    struct nd_evq q;                /* q.lock also guards ch.refcnt */
 };
+
+static void event_free(struct nd_evq_node *n)
+{
+    free(n);
+}
 
 VB_API struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
 {
@@ -48,13 +48,12 @@ VB_API struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
         errno = ENOMEM;
         return NULL;
     }
-    c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-    if (c->ch.fd < 0) {
+    if (nd_evq_init(&c->q) < 0) {
         free(c);
         return NULL;
     }
+    c->ch.fd = c->q.fd;
     c->ch.context = ctx;
-    pthread_mutex_init(&c->lock, NULL);
     return &c->ch;
 }
 
@@ -64,20 +63,13 @@ VB_API int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 
     if (!channel)
         return EINVAL;
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->q.lock);
     if (channel->refcnt) {
-        pthread_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->q.lock);
         return EBUSY;
     }
-    pthread_mutex_unlock(&c->lock);
-    while (c->head) {
-        struct vb_event *e = c->head;
-
-        c->head = e->next;
-        free(e);
-    }
-    close(channel->fd);
-    pthread_mutex_destroy(&c->lock);
+    pthread_mutex_unlock(&c->q.lock);
+    nd_evq_fini(&c->q, event_free);
     free(c);
     return 0;
 }
@@ -86,90 +78,41 @@ VB_API int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 static void channel_push(struct vb_channel *c, struct vb_cq *cq)
 {
     struct vb_event *e = malloc(sizeof(*e));
-    uint64_t one = 1;
 
     if (!e)
         return;                     /* lost for want of memory: the CQ stays disarmed */
-    e->next = NULL;
-    e->cq = cq;
-    pthread_mutex_lock(&c->lock);
-    if (c->tail)
-        c->tail->next = e;
-    else
-        c->head = e;
-    c->tail = e;
-    pthread_mutex_unlock(&c->lock);
-    if (write(c->ch.fd, &one, sizeof(one)) < 0)
+    e->node.owner = cq;
+    if (nd_evq_push(&c->q, &e->node) < 0)
         nd_log(ND_LOG_WARN, ND_SUB_VERBS, "completion channel: %m");
 }
 
-static struct vb_cq *channel_pop(struct vb_channel *c)
+/* Under the channel's lock: the CQ's destroy waits until this one is acknowledged. */
+static void event_taken(struct nd_evq_node *n)
 {
-    struct vb_event *e;
-    struct vb_cq *cq = NULL;
+    struct vb_cq *cq = (struct vb_cq *)n->owner;
 
-    pthread_mutex_lock(&c->lock);
-    e = c->head;
-    if (e) {
-        c->head = e->next;
-        if (!c->head)
-            c->tail = NULL;
-        cq = e->cq;
-        pthread_mutex_lock(&cq->cq.mutex);
-        cq->events_delivered++;
-        pthread_mutex_unlock(&cq->cq.mutex);
-    }
-    pthread_mutex_unlock(&c->lock);
-    free(e);
-    return cq;
-}
-
-/* Take @cq's queued events out of its channel (it is being destroyed). */
-static void channel_forget(struct vb_channel *c, struct vb_cq *cq)
-{
-    pthread_mutex_lock(&c->lock);
-    for (struct vb_event **p = &c->head; *p;) {
-        struct vb_event *e = *p;
-
-        if (e->cq == cq) {
-            *p = e->next;
-            free(e);
-        } else {
-            p = &e->next;
-        }
-    }
-    c->tail = NULL;
-    for (struct vb_event *e = c->head; e; e = e->next)
-        c->tail = e;
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_lock(&cq->cq.mutex);
+    cq->events_delivered++;
+    pthread_mutex_unlock(&cq->cq.mutex);
 }
 
 VB_API int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
-    struct vb_channel *c = (struct vb_channel *)channel;
+    struct nd_evq_node *n;
+    struct vb_cq *got;
 
     if (!channel || !cq || !cq_context) {
         errno = EINVAL;
         return -1;
     }
-    for (;;) {
-        uint64_t v;
-        struct vb_cq *got;
-
-        if (read(channel->fd, &v, sizeof(v)) != sizeof(v))
-            return -1;              /* EAGAIN on a non-blocking channel, EINTR, ... */
-        got = channel_pop(c);
-        if (got) {
-            *cq = &got->cq;
-            *cq_context = got->cq.cq_context;
-            return 0;
-        }
-        /* The event's CQ was destroyed: its count is left alone. */
-        if (fcntl(channel->fd, F_GETFL) & O_NONBLOCK) {
-            errno = EAGAIN;
-            return -1;
-        }
-    }
+    n = nd_evq_wait(&((struct vb_channel *)channel)->q, event_taken);
+    if (!n)
+        return -1;                  /* EAGAIN on a non-blocking channel, EINTR, ... */
+    got = (struct vb_cq *)n->owner;
+    free(n);
+    *cq = &got->cq;
+    *cq_context = got->cq.cq_context;
+    return 0;
 }
 
 VB_API void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
@@ -227,9 +170,9 @@ VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
     if (channel) {
         struct vb_channel *ch = (struct vb_channel *)channel;
 
-        pthread_mutex_lock(&ch->lock);
+        pthread_mutex_lock(&ch->q.lock);
         channel->refcnt++;
-        pthread_mutex_unlock(&ch->lock);
+        pthread_mutex_unlock(&ch->q.lock);
     }
     return &q->cq;
 }
@@ -263,7 +206,7 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
         pthread_cond_wait(&cq->cond, &cq->mutex);
     pthread_mutex_unlock(&cq->mutex);
     if (cq->channel)
-        channel_forget((struct vb_channel *)cq->channel, q);
+        nd_evq_forget(&((struct vb_channel *)cq->channel)->q, q, event_free);
     nd_cq_cancel_overlapped_requests(q->core);
     pthread_mutex_lock(&cq->mutex);
     while (q->armed)
@@ -277,9 +220,9 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
     if (cq->channel) {
         struct vb_channel *ch = (struct vb_channel *)cq->channel;
 
-        pthread_mutex_lock(&ch->lock);
+        pthread_mutex_lock(&ch->q.lock);
         cq->channel->refcnt--;
-        pthread_mutex_unlock(&ch->lock);
+        pthread_mutex_unlock(&ch->q.lock);
     }
     pthread_cond_destroy(&cq->cond);
     pthread_mutex_destroy(&cq->mutex);

@@ -60,11 +60,16 @@ run_both() {   # label, program, server args, client args
     crc=$?
     wait "$spid"
     src=$?
+    report_pair "$label" "$src" "$crc"
+}
+
+# After a pair ran (t0, slog and clog set): one line from both exit statuses.
+report_pair() {   # label, server status, client status
     t=$(echo "$(date +%s.%N) - $t0" | bc)
-    if [ $src -eq 0 ] && [ $crc -eq 0 ]; then
-        report "$label" PASS "server rc=0 client rc=0 ${t}s"
+    if [ "$2" -eq 0 ] && [ "$3" -eq 0 ]; then
+        report "$1" PASS "server rc=0 client rc=0 ${t}s"
     else
-        report "$label" FAIL "server rc=$src client rc=$crc ${t}s ($slog, $clog)"
+        report "$1" FAIL "server rc=$2 client rc=$3 ${t}s ($slog, $clog)"
     fi
 }
 
@@ -110,12 +115,7 @@ run_pair() {   # label, program, port, server args, client args (each one quoted
         wait "$spid"
         src=$?
     fi
-    t=$(echo "$(date +%s.%N) - $t0" | bc)
-    if [ $src -eq 0 ] && [ $crc -eq 0 ]; then
-        report "$label" PASS "server rc=0 client rc=0 ${t}s"
-    else
-        report "$label" FAIL "server rc=$src client rc=$crc ${t}s ($slog, $clog)"
-    fi
+    report_pair "$label" "$src" "$crc"
 }
 
 # ndconn's client waits 5 s for its server, then connects for 60 s; the server stops after
@@ -130,13 +130,7 @@ run_ndconn() {
     $srv env ND_TRANSPORT=$transport timeout 300 "$bin/ndconn" -s "$addr:24321" > "$slog" 2>&1
     src=$?
     wait "$cpid"
-    crc=$?
-    t=$(echo "$(date +%s.%N) - $t0" | bc)
-    if [ $src -eq 0 ] && [ $crc -eq 0 ]; then
-        report ndconn PASS "server rc=0 client rc=0 ${t}s"
-    else
-        report ndconn FAIL "server rc=$src client rc=$crc ${t}s ($slog, $clog)"
-    fi
+    report_pair ndconn "$src" $?
 }
 
 # ndrpingpong reads its memory without polling: over iwarp each Write then waits for the
