@@ -26,12 +26,35 @@ static socklen_t sa_len(const struct sockaddr *sa)
     return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
+/* A request the CM thread posted while rdma_destroy_id was draining the id may have missed
+ * its cancel. destroying is set under the id lock before that cancel, so reading it under
+ * the lock after the post tells which: false, the drain's cancel comes later and takes the
+ * request; true, it may have come already, and the request is cancelled again here. */
+static void cancel_if_destroying(struct cm_id *id, enum cm_op_kind kind)
+{
+    bool destroying;
+    nd_connector *conn;
+
+    pthread_mutex_lock(&id->lock);
+    destroying = id->destroying;
+    conn = id->conn;
+    pthread_mutex_unlock(&id->lock);
+    if (!destroying)
+        return;
+    if (kind == CM_OP_GETREQ)
+        nd_listener_cancel_overlapped_requests(id->listener);
+    else if (conn)
+        nd_connector_cancel_overlapped_requests(conn);
+}
+
 /* After the core took @kind's request: pending, it completes on the CM port; done at once
  * (the core queues nothing then), it is handled here. */
 static int start(struct cm_id *id, enum cm_op_kind kind, nd_status st)
 {
-    if (st == ND_PENDING)
+    if (st == ND_PENDING) {
+        cancel_if_destroying(id, kind);
         return 0;
+    }
     cm_op_taken(id, kind);
     if (st == ND_SUCCESS) {
         cm_handle(id, kind, ND_SUCCESS);
