@@ -4,16 +4,74 @@
 # cannot be preloaded (TSan).
 [ -n "${ND_TEST_FOREIGN_SKIP:-}" ] && { echo "not in this build (sanitizer runtime)"; exit 77; }
 pre=${ND_TEST_FOREIGN_PRELOAD:+LD_PRELOAD=$ND_TEST_FOREIGN_PRELOAD}
+foreign_dir=$(dirname "$0")
+tmp=$(mktemp -d)
+foreign_cleanup() {
+    # shellcheck disable=SC2046
+    kill $(jobs -p) 2> /dev/null
+    rm -rf "$tmp"
+}
+trap foreign_cleanup EXIT
 
-# wait_listen PORT PID: until something listens on TCP PORT (a netdirect listener always
-# does), or PID exits. The CM's listener is ready then; no sleep stands in for it.
+# places MODE: where a pair's two sides run.
+#   local: both on this host, server on 127.0.0.1, over shm and then over iwarp;
+#   netns: server in one namespace (198.51.100.1), client in another (netns_lib.sh makes and
+#          removes them; exits 77 without root), over iwarp, the only way between them.
+# Sets $srv_in/$cli_in (the command prefix that enters a side's namespace), $srv_addr and
+# $transports.
+places() {
+    srv_in='' cli_in='' srv_addr=127.0.0.1 transports=${ND_TEST_TRANSPORTS:-shm iwarp}
+    [ "${1:-local}" = netns ] || return 0
+    . "$foreign_dir/../netns_lib.sh"
+    trap 'foreign_cleanup; netns_cleanup' EXIT
+    # shellcheck disable=SC2154  # set by netns_lib.sh
+    srv_in="ip netns exec $ns_a" cli_in="ip netns exec $ns_b" srv_addr=198.51.100.1 transports=iwarp
+}
+
+# wait_listen PORT PID: until something listens on TCP PORT in the server's namespace (a
+# netdirect listener always does), or PID exits. No sleep stands in for it.
 wait_listen() {
     i=0
     while [ $i -lt 200 ]; do
-        ss -Hltn "sport = :$1" 2> /dev/null | grep -q LISTEN && return 0
+        $srv_in ss -Hltn "sport = :$1" 2> /dev/null | grep -q LISTEN && return 0
         kill -0 "$2" 2> /dev/null || return 1
         sleep 0.05
         i=$((i + 1))
     done
     return 1
+}
+
+# run_pair NAME SERVER_STAYS(0/1) CLIENT_PATTERN SERVER_PATTERN -- server args -- client args
+# One server/client run on $transport and $port (both set by the caller). PORT and ADDR in
+# the arguments become $port and $srv_addr. A server that stays (never exits by itself) is
+# stopped after the client. Both must exit 0 and print their pattern (an empty server
+# pattern is not checked); the outputs stay in $tmp/c and $tmp/s.
+run_pair() {
+    name=$1 stays=$2 cpat=$3 spat=$4
+    shift 5
+    sargs=
+    while [ "$1" != -- ]; do sargs="$sargs $1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    timeout "${pair_timeout:-120}" $srv_in "$nd_run" env $pre ND_TRANSPORT=$transport \
+        $(echo $sargs | sed "s/PORT/$port/g; s/ADDR/$srv_addr/g") > "$tmp/s" 2>&1 &
+    server=$!
+    wait_listen "$port" "$server" || { cat "$tmp/s"; echo "$transport $name: the server did not listen"; exit 1; }
+    # shellcheck disable=SC2046,SC2086
+    timeout "${pair_timeout:-120}" $cli_in "$nd_run" env $pre ND_TRANSPORT=$transport \
+        $(echo "$@" | sed "s/PORT/$port/g; s/ADDR/$srv_addr/g") > "$tmp/c" 2>&1
+    crc=$?
+    if [ "$stays" = 1 ]; then
+        kill "$server" 2> /dev/null
+        wait "$server" 2> /dev/null
+        src=0
+    else
+        wait "$server"
+        src=$?
+    fi
+    if [ $crc -ne 0 ] || [ $src -ne 0 ] || ! grep -Eq "$cpat" "$tmp/c" || { [ -n "$spat" ] && ! grep -Eq "$spat" "$tmp/s"; }; then
+        echo "client:"; cat "$tmp/c"; echo "server:"; cat "$tmp/s"
+        echo "$transport $name: client rc=$crc server rc=$src"
+        exit 1
+    fi
 }
