@@ -221,7 +221,10 @@ static void overrun_and_resize(nd_adapter *a)
     CHECK_ST(nd_cq_resize(cq, 2), ND_BUFFER_OVERFLOW);      /* 3 queued: unchanged */
     CHECK_ST(nd_cq_resize(cq, 3), ND_SUCCESS);
     CHECK_ST(nd_cq_resize(cq, 0), ND_INVALID_PARAMETER_1);
-    CHECK_ST(nd_cq_resize(cq, 65537), ND_INVALID_PARAMETER_1);
+    nd_adapter_info info = { .info_version = ND_VERSION_2 };
+    uint32_t size = sizeof(info);
+    CHECK_ST(nd_adapter_query(a, &info, &size), ND_SUCCESS);
+    CHECK_ST(nd_cq_resize(cq, info.max_completion_queue_depth + 1), ND_INVALID_PARAMETER_1);
     CHECK_ST(nd_get_overlapped_result(&err, 0), ND_PENDING); /* entries do not satisfy ERRORS */
     t_ring_put(r, 3, ND_SUCCESS, 0, ND_REQUEST_TYPE_SEND, 0); /* 4 entries in a CQ of 3 */
     nd_result res[8];

@@ -39,7 +39,9 @@ const nd_adapter_info nd_limits = {
     .max_receive_queue_depth = 16384,
     .max_initiator_queue_depth = 16384,
     .max_shared_receive_queue_depth = 16384,
-    .max_completion_queue_depth = 65536,
+    /* A CQ holds no per-entry storage (completions wait in the queue pairs' rings), so its
+     * depth is only the overflow bound; libfabric's rxm sizes one CQ for 256 peers. */
+    .max_completion_queue_depth = 4194303,
     .inline_request_threshold = 256,
     .large_request_threshold = 16384,
     .max_caller_data = 252,

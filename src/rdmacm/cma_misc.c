@@ -64,25 +64,37 @@ static struct sockaddr *sa_dup(const struct sockaddr *sa, socklen_t len)
     return c;
 }
 
-/* No name or service: the addresses the hints carry are the answer (libfabric asks so). */
+/* The hints' source address, where the answer has none (rdma-core's rule: libfabric asks for
+ * a destination by name and gives the source it will bind). */
+static int src_from_hints(struct rdma_addrinfo *r, const struct rdma_addrinfo *hints)
+{
+    if (r->ai_src_len || !hints || !hints->ai_src_addr || !hints->ai_src_len)
+        return 0;
+    r->ai_src_addr = sa_dup(hints->ai_src_addr, hints->ai_src_len);
+    if (!r->ai_src_addr)
+        return cm_fail(ENOMEM);
+    r->ai_src_len = hints->ai_src_len;
+    return 0;
+}
+
+/* No name or service: the hints are the answer, addresses or none (libfabric asks so, and
+ * then falls back on the device's own addresses). */
 static int info_from_hints(const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
     struct rdma_addrinfo *r;
 
-    if (!hints || (!hints->ai_src_addr && !hints->ai_dst_addr))
+    if (!hints)
         return cm_fail(EINVAL);
     r = calloc(1, sizeof(*r));
     if (!r)
         return cm_fail(ENOMEM);
     r->ai_flags = hints->ai_flags;
-    r->ai_family = hints->ai_src_addr ? hints->ai_src_addr->sa_family : hints->ai_dst_addr->sa_family;
-    r->ai_qp_type = IBV_QPT_RC;
-    r->ai_port_space = RDMA_PS_TCP;
-    r->ai_src_addr = sa_dup(hints->ai_src_addr, hints->ai_src_len);
-    r->ai_src_len = r->ai_src_addr ? hints->ai_src_len : 0;
+    r->ai_family = hints->ai_family;
+    r->ai_qp_type = hints->ai_qp_type;
+    r->ai_port_space = hints->ai_port_space;
     r->ai_dst_addr = sa_dup(hints->ai_dst_addr, hints->ai_dst_len);
     r->ai_dst_len = r->ai_dst_addr ? hints->ai_dst_len : 0;
-    if ((hints->ai_src_addr && !r->ai_src_addr) || (hints->ai_dst_addr && !r->ai_dst_addr)) {
+    if ((hints->ai_dst_addr && hints->ai_dst_len && !r->ai_dst_addr) || src_from_hints(r, hints) < 0) {
         rdma_freeaddrinfo(r);
         return cm_fail(ENOMEM);
     }
@@ -117,6 +129,10 @@ CM_API int rdma_getaddrinfo(const char *node, const char *service, const struct 
         if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
             continue;
         r = one_info(ai, passive);
+        if (r && src_from_hints(r, hints) < 0) {
+            rdma_freeaddrinfo(r);
+            r = NULL;
+        }
         if (!r) {
             freeaddrinfo(ais);
             rdma_freeaddrinfo(head);

@@ -4,7 +4,8 @@
  * server rejects the first connection with private data and accepts the second; the client
  * sees REJECTED carrying that data, then ESTABLISHED with the accept's, a Send across, and
  * DISCONNECTED with its posted receive flushed. Also rdma_getaddrinfo from addresses only
- * (libfabric's way), a non-blocking channel (EAGAIN), an id of an unknown port space.
+ * (libfabric's way), from nothing at all, and by name with the hints' source kept; a
+ * non-blocking channel (EAGAIN); an id of an unknown port space.
  * Runs on the transport ND_TRANSPORT picks.
  */
 #include <rdma/rdma_cma.h>
@@ -126,6 +127,18 @@ int main(void)
     /* Addresses only, no name: the hints are the answer. */
     CHECK(rdma_getaddrinfo(NULL, NULL, &hints, &res) == 0 && res->ai_src_len == sizeof(addr) &&
           ((struct sockaddr_in *)res->ai_src_addr)->sin_addr.s_addr == addr.sin_addr.s_addr);
+    rdma_freeaddrinfo(res);
+    /* No name, no addresses: an answer without addresses (rdma-core's); a name with a source
+     * in the hints: the destination resolved and the hints' source kept. */
+    struct rdma_addrinfo bare = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP };
+    CHECK(rdma_getaddrinfo(NULL, NULL, &bare, &res) == 0 && !res->ai_src_addr && !res->ai_dst_addr &&
+          res->ai_flags == RAI_PASSIVE && res->ai_port_space == RDMA_PS_TCP);
+    rdma_freeaddrinfo(res);
+    struct rdma_addrinfo with_src = { .ai_src_addr = (struct sockaddr *)&addr, .ai_src_len = sizeof(addr),
+                                      .ai_port_space = RDMA_PS_TCP };
+    CHECK(rdma_getaddrinfo("127.0.0.1", "7", &with_src, &res) == 0 && res->ai_dst_addr &&
+          res->ai_src_len == sizeof(addr) &&
+          ((struct sockaddr_in *)res->ai_src_addr)->sin_port == addr.sin_port);
     rdma_freeaddrinfo(res);
     CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP) == -1 && errno == EOPNOTSUPP);
     /* Nothing happened: a non-blocking channel says EAGAIN. */

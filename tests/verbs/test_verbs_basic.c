@@ -84,6 +84,14 @@ static void channel_and_cq(struct ibv_context *ctx)
     errno = 0;
     CHECK(!ibv_create_cq(ctx, 0, NULL, ch, 0) && errno == EINVAL);
     CHECK(!ibv_create_cq(ctx, 16, NULL, ch, 1));  /* one completion vector */
+    /* As deep as libfabric's rxm asks (384 sends and receives for each of 256 peers), up to
+     * the device's max_cqe. */
+    struct ibv_device_attr da;
+    CHECK(ibv_query_device(ctx, &da) == 0 && !ibv_create_cq(ctx, da.max_cqe + 1, NULL, NULL, 0));
+    cq = ibv_create_cq(ctx, 2 * 384 * 256, NULL, NULL, 0);
+    CHECK(cq && ibv_destroy_cq(cq) == 0);
+    cq = ibv_create_cq(ctx, da.max_cqe, NULL, NULL, 0);
+    CHECK(cq && ibv_destroy_cq(cq) == 0);
     cq = ibv_create_cq(ctx, 16, (void *)0x77, ch, 0);
     CHECK(cq && cq->cqe >= 16 && cq->channel == ch && cq->cq_context == (void *)0x77);
     CHECK(ch->refcnt == 1 && ibv_destroy_comp_channel(ch) == EBUSY);

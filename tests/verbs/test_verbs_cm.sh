@@ -15,7 +15,7 @@ command -v ucmatose > /dev/null || { echo "rdmacm-utils not installed"; exit 77;
 places "${2:-local}"
 # Below the ephemeral range (32768 and up): a listener cannot take a port a connection left
 # in TIME_WAIT.
-port=$((10000 + $$ % 10000 * 2))
+port=$((12000 + $$ % 1000 * 8))
 
 for transport in $transports; do
     port=$((port + 1))

@@ -14,7 +14,7 @@ places "${2:-local}"
 shift $(($# < 2 ? $# : 2))
 programs=${*:-ib_send_lat ib_send_bw ib_write_lat ib_write_bw ib_read_lat ib_read_bw}
 # Below the ephemeral range, apart from the other tests' ports.
-port=$((26000 + $$ % 2000))
+port=$((26000 + $$ % 330 * 12))
 pair_timeout=240
 
 for transport in $transports; do

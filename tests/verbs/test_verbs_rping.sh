@@ -11,7 +11,7 @@ nd_run=$1
 command -v rping > /dev/null || { echo "rdmacm-utils not installed"; exit 77; }
 places "${2:-local}"
 # Below the ephemeral range (32768 and up), apart from test_verbs_cm.sh's.
-port=$((30000 + $$ % 2000))
+port=$((30000 + $$ % 600 * 4))
 
 for transport in $transports; do
     for size in 64 65535; do
