@@ -45,6 +45,10 @@ static const struct {
                                     "what the verbs front end's device (nd0) reports itself as: roce (an "
                                     "InfiniBand-transport CA on Ethernet, IPv4-mapped RoCE v2 GIDs) or iwarp (an "
                                     "iWARP RNIC, as siw); the wire is the same either way" },
+    [ND_KNOB_RDMACM_REFUSED_WAIT] = { "ND_RDMACM_REFUSED_WAIT", "250",
+                                      "milliseconds (0 to 10000) an rdma_connect whose dial finds no listener "
+                                      "dials again before it reports REJECTED (-ECONNREFUSED): a server between "
+                                      "a handshake and its rdma_listen (perftest -R) is waited for" },
 };
 
 const char *nd_env(enum nd_knob knob)

@@ -263,26 +263,63 @@ CM_API void rdma_destroy_qp(struct rdma_cm_id *cid)
 
 /* ---- connections ---- */
 
-static uint32_t clamp_limit(uint8_t v)
+/* How long a Connect nothing listens for yet is dialled again (ND_RDMACM_REFUSED_WAIT). */
+static uint32_t refused_wait_ms(void)
 {
-    return v;
+    char *end;
+    unsigned long v = strtoul(ndv_env(ND_KNOB_RDMACM_REFUSED_WAIT), &end, 10);
+
+    return *end || v > 10000 ? 250 : (uint32_t)v;
+}
+
+/* A Connect refused because nothing listens on the port yet is dialled again for a short
+ * while. Programs written for hardware CMs (perftest -R) connect the moment a handshake over
+ * another connection ends, while their server is still between that handshake and its
+ * rdma_listen; a kernel CM's address and route resolution is slow enough to hide the race
+ * there, ours is not. A refusal by a listener (Reject) is not retried: it is a REJ, not a
+ * dial that found no one. */
+static nd_status dial(struct cm_id *id, const struct rdma_conn_param *p)
+{
+    uint32_t waited = 0, step = 1, limit = refused_wait_ms();
+    struct rdma_cm_id *cid = &id->id;
+
+    for (;;) {
+        nd_status st = nd_connector_connect(id->conn, ndv_qp_core(cid->qp), &cid->route.addr.dst_addr,
+                                            sa_len(&cid->route.addr.dst_addr), id->ird, id->ord,
+                                            p ? p->private_data : NULL, p ? p->private_data_len : 0,
+                                            &id->op[CM_OP_CONNECT].ov);
+
+        if (st != ND_CONNECTION_REFUSED || waited >= limit)
+            return st;
+        usleep(step * 1000);
+        waited += step;
+        step = step < 32 ? step * 2 : step;
+    }
 }
 
 CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
 {
     struct cm_id *id = (struct cm_id *)cid;
     struct rdma_cm_event *ev;
+    nd_status st;
     int rc;
 
     if (!cid || !id->conn || !cid->qp)
         return cm_fail(EINVAL);     /* resolve first; an iWARP-style connection needs its QP */
-    id->ird = p ? clamp_limit(p->responder_resources) : 0;
-    id->ord = p ? clamp_limit(p->initiator_depth) : 0;
+    /* The core clamps both to the device's limits (max_qp_rd_atom). */
+    id->ird = p ? p->responder_resources : 0;
+    id->ord = p ? p->initiator_depth : 0;
     cm_op_begin(id, CM_OP_CONNECT);
-    rc = start(id, CM_OP_CONNECT,
-               nd_connector_connect(id->conn, ndv_qp_core(cid->qp), &cid->route.addr.dst_addr,
-                                    sa_len(&cid->route.addr.dst_addr), id->ird, id->ord,
-                                    p ? p->private_data : NULL, p ? p->private_data_len : 0, &id->op[CM_OP_CONNECT].ov));
+    st = dial(id, p);
+    if (st == ND_CONNECTION_REFUSED) {
+        /* As the kernel's iWARP CM: rdma_connect succeeds, REJECTED (-ECONNREFUSED) follows. */
+        cm_op_taken(id, CM_OP_CONNECT);
+        cm_handle(id, CM_OP_CONNECT, st);
+        cm_op_done(id);
+        rc = 0;
+    } else {
+        rc = start(id, CM_OP_CONNECT, st);
+    }
     if (rc < 0 || !id->own_channel)
         return rc;
     rc = cm_wait_event(id, &ev);
@@ -346,9 +383,9 @@ CM_API int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *p)
 
     if (!cid || !id->conn || !cid->qp)
         return cm_fail(EINVAL);
-    /* What the application asks, within what the peer offered. */
-    ird = p ? clamp_limit(p->responder_resources) : id->ird;
-    ord = p ? clamp_limit(p->initiator_depth) : id->ord;
+    /* What the application asks; the core clamps it to the device's limits and the peer's offer. */
+    ird = p ? p->responder_resources : id->ird;
+    ord = p ? p->initiator_depth : id->ord;
     id->ird = ird;
     id->ord = ord;
     cm_op_begin(id, CM_OP_ACCEPT);

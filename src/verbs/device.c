@@ -6,6 +6,7 @@
 #include "verbs_int.h"
 
 #include "core/env.h"
+#include "ndv.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -238,4 +239,9 @@ VB_API int ibv_fork_init(void)
 VB_API enum ibv_fork_status ibv_is_fork_initialized(void)
 {
     return IBV_FORK_UNNEEDED;
+}
+
+VB_API const char *ndv_env(enum nd_knob knob)
+{
+    return nd_env(knob);
 }

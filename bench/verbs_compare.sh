@@ -1,0 +1,90 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The verbs drop-in against the ND API on the same transport, in one run, interleaved:
+#   perftest ib_send_lat -R (8 B, t_avg: half round trip) against nd_pingpong -S 8 (its mean
+#   half round trip), and ib_write_bw -R (1 MiB, BW average) against nd_rping -w -S 1 MiB,
+#   both at the same depth, on shm and on iwarp; medians of $RUNS runs and the ratios
+#   drop-in / ND (latency: lower is better; bandwidth: higher is better).
+# Then the ND path's own instruction count per half round trip: bench/sw_pingpong under
+# callgrind, this build's and, with BASE_BUILD=<a build of the commit before the drop-in>,
+# that one's beside it.
+# Usage: bench/verbs_compare.sh [build-dir]   (RUNS=5 by default)
+set -u
+build=${1:-build}
+RUNS=${RUNS:-5}
+ITERS=100000
+BW_ITERS=2000
+DEPTH=16
+PORT_BASE=29000
+. "$(dirname "$0")/lib.sh"
+run="$build/tools/netdirect-run"
+command -v ib_send_lat > /dev/null || { echo "perftest is not installed" >&2; exit 1; }
+
+wait_listen() {
+    i=0
+    while [ $i -lt 200 ]; do
+        ss -Hltn "sport = :$1" 2>/dev/null | grep -q LISTEN && return 0
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
+# perf_pair <transport> <program> <column> <args...>: one perftest run over the drop-in;
+# prints the client's <column> of its result row.
+perf_pair() {
+    tr=$1 prog=$2 col=$3
+    shift 3
+    next_port
+    ND_TRANSPORT=$tr "$run" "$prog" -R -p "$port" "$@" > /dev/null 2>&1 &
+    wait_listen "$port" || { echo "$prog server did not listen" >&2; return 1; }
+    ND_TRANSPORT=$tr "$run" "$prog" -R -p "$port" "$@" 127.0.0.1 2>/dev/null |
+        awk -v c="$col" '$1 ~ /^[0-9]+$/ && NF > 4 { print $c }'
+    wait
+}
+
+for t in shm iwarp; do
+    for r in $(seq "$RUNS"); do
+        ND_TRANSPORT=$t nd_pair nd_pingpong -S 8 -i "$ITERS" | field latency_us >> "$tmp/nd-lat-$t"
+        # t_avg is the sixth column of ib_send_lat's row.
+        perf_pair "$t" ib_send_lat 6 -s 8 -n "$ITERS" >> "$tmp/vb-lat-$t"
+        ND_TRANSPORT=$t nd_pair nd_rping -w -S 1048576 -q "$DEPTH" -i "$BW_ITERS" | field bytes_per_sec |
+            awk '{ print $1 / 1048576 }' >> "$tmp/nd-bw-$t"
+        # BW average (MiB/s, perftest's MB) is the fourth column of ib_write_bw's row.
+        perf_pair "$t" ib_write_bw 4 -s 1048576 -n "$BW_ITERS" -t "$DEPTH" >> "$tmp/vb-bw-$t"
+    done
+done
+
+# cg_count <build>: instructions per half round trip of sw_pingpong (two runs' difference,
+# so set-up and teardown cancel out).
+cg_count() {
+    for n in 2000 12000; do
+        valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$n" "$1/bench/sw_pingpong" -i "$n" \
+            > /dev/null 2>&1 || return 1
+    done
+    a=$(awk '/^summary:/ { print $2 }' "$tmp/cg.2000")
+    b=$(awk '/^summary:/ { print $2 }' "$tmp/cg.12000")
+    awk -v a="$a" -v b="$b" 'BEGIN { printf "%.0f", (b - a) / 10000 / 2 }'
+}
+
+echo "## The verbs drop-in against the ND API ($(date -u +%Y-%m-%d), $(nproc) CPUs, medians of $RUNS interleaved runs)"
+echo
+echo "| transport | test | ND tool | drop-in (perftest -R) | ratio | bar |"
+echo "|---|---|---|---|---|---|"
+for t in shm iwarp; do
+    a=$(median < "$tmp/nd-lat-$t")
+    b=$(median < "$tmp/vb-lat-$t")
+    echo "| $t | 8 B half round trip (us): nd_pingpong / ib_send_lat t_avg | $a | $b | $(ratio "$b" "$a") | <= 1.10 |"
+    a=$(median < "$tmp/nd-bw-$t")
+    b=$(median < "$tmp/vb-bw-$t")
+    echo "| $t | 1 MiB Write bandwidth (MiB/s), depth $DEPTH: nd_rping -w / ib_write_bw | $a | $b | $(ratio "$b" "$a") | >= 0.95 |"
+done
+echo
+if command -v valgrind > /dev/null; then
+    now=$(cg_count "$build")
+    echo "sw_pingpong (shm, one process), instructions per half round trip under callgrind: $now ($build)"
+    if [ -n "${BASE_BUILD:-}" ]; then
+        base=$(cg_count "$BASE_BUILD")
+        echo "against $base ($BASE_BUILD): $(ratio "$now" "$base")"
+    fi
+fi
