@@ -5,9 +5,11 @@
 #   half round trip), and ib_write_bw -R (1 MiB, BW average) against nd_rping -w -S 1 MiB,
 #   both at the same depth, on shm and on iwarp; medians of $RUNS runs and the ratios
 #   drop-in / ND (latency: lower is better; bandwidth: higher is better).
-# Then the ND path's own instruction count per half round trip: bench/sw_pingpong under
-# callgrind, this build's and, with BASE_BUILD=<a build of the commit before the drop-in>,
-# that one's beside it.
+# perftest enables inline data only on devices it lists by vendor, so nd_pingpong runs with -I
+# (no inline) as well as with its usual inline Sends. Then the ND path's own instruction count
+# per half round trip: bench/sw_pingpong under callgrind, of CG_BUILD (default: the build
+# dir; a Release build is the meaningful one) and, with BASE_BUILD=<a build of the commit
+# before the drop-in>, of that one beside it.
 # Usage: bench/verbs_compare.sh [build-dir]   (RUNS=5 by default)
 set -u
 build=${1:-build}
@@ -46,6 +48,7 @@ perf_pair() {
 for t in shm iwarp; do
     for r in $(seq "$RUNS"); do
         ND_TRANSPORT=$t nd_pair nd_pingpong -S 8 -i "$ITERS" | field latency_us >> "$tmp/nd-lat-$t"
+        ND_SERVER_ARGS=-I ND_TRANSPORT=$t nd_pair nd_pingpong -S 8 -i "$ITERS" -I | field latency_us >> "$tmp/nd-lat-noinl-$t"
         # t_avg is the sixth column of ib_send_lat's row.
         perf_pair "$t" ib_send_lat 6 -s 8 -n "$ITERS" >> "$tmp/vb-lat-$t"
         ND_TRANSPORT=$t nd_pair nd_rping -w -S 1048576 -q "$DEPTH" -i "$BW_ITERS" | field bytes_per_sec |
@@ -75,14 +78,16 @@ for t in shm iwarp; do
     a=$(median < "$tmp/nd-lat-$t")
     b=$(median < "$tmp/vb-lat-$t")
     echo "| $t | 8 B half round trip (us): nd_pingpong / ib_send_lat t_avg | $a | $b | $(ratio "$b" "$a") | <= 1.10 |"
+    a=$(median < "$tmp/nd-lat-noinl-$t")
+    echo "| $t | the same, nd_pingpong -I (no inline, as perftest here) | $a | $b | $(ratio "$b" "$a") | <= 1.10 |"
     a=$(median < "$tmp/nd-bw-$t")
     b=$(median < "$tmp/vb-bw-$t")
     echo "| $t | 1 MiB Write bandwidth (MiB/s), depth $DEPTH: nd_rping -w / ib_write_bw | $a | $b | $(ratio "$b" "$a") | >= 0.95 |"
 done
 echo
 if command -v valgrind > /dev/null; then
-    now=$(cg_count "$build")
-    echo "sw_pingpong (shm, one process), instructions per half round trip under callgrind: $now ($build)"
+    now=$(cg_count "${CG_BUILD:-$build}")
+    echo "sw_pingpong (shm, one process), instructions per half round trip under callgrind: $now (${CG_BUILD:-$build})"
     if [ -n "${BASE_BUILD:-}" ]; then
         base=$(cg_count "$BASE_BUILD")
         echo "against $base ($BASE_BUILD): $(ratio "$now" "$base")"

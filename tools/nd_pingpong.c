@@ -4,7 +4,7 @@
  * echoes; latency is half the round trip. -p polls the CQ (default), -b arms it and
  * sleeps in GetOverlappedResult.
  *   nd_pingpong -s <ip>[:port]       server
- *   nd_pingpong -c <ip>[:port]       client   [-b|-p] [-P] [-N] [-n sge] [-S size] [-i iterations] [--json]
+ *   nd_pingpong -c <ip>[:port]       client   [-b|-p] [-P] [-N] [-I] [-n sge] [-S size] [-i iterations] [--json]
  * -N calls in ndpingpong's order (each side re-posts its receive before it replies and
  * waits for each Send's completion), so that the SDK program on the SPI can be compared
  * with the same calls made on the C API.
@@ -41,7 +41,9 @@ static void run_size(struct tool_ep *e, const struct tool_opts *o, uint32_t size
     uint32_t per = o->nsge ? (size + o->nsge - 1) / o->nsge : 0, nsge = 0;
     nd_sge sge[MAX_SGE];
     nd_sge rsge = receive_sge(e);
-    uint32_t flags = size <= 128 ? ND_OP_FLAG_INLINE : 0;
+    /* -I: no inline Sends, as perftest's on a device it does not know (it keeps inline for
+     * the vendors it lists). */
+    uint32_t flags = size <= 128 && !o->no_inline ? ND_OP_FLAG_INLINE : 0;
 
     for (uint32_t off = 0; off < size; off += per)
         sge[nsge++] = (nd_sge){ buf + off, size - off < per ? size - off : per, e->token };
@@ -116,7 +118,7 @@ static void run_size_sdk_order(struct tool_ep *e, uint32_t size, uint32_t iters,
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: nd_pingpong -s|-c <ip>[:port] [-b|-p] [-P] [-N] [-n sge] [-S size] [-M max size] "
+    fprintf(stderr, "usage: nd_pingpong -s|-c <ip>[:port] [-b|-p] [-P] [-N] [-I] [-n sge] [-S size] [-M max size] "
                     "[-i iterations] [-a] [--json]\n");
     exit(2);
 }
@@ -127,7 +129,7 @@ int main(int argc, char **argv)
     struct tool_opts o = { .nsge = 1, .max_size = 1u << 20 };
     uint32_t sizes[32], nsizes = 0, hdr[4];
 
-    if (!tool_parse(argc, argv, "bpnSMiaPN", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > MAX_SGE || o.max_size > MAX_SIZE ||
+    if (!tool_parse(argc, argv, "bpnSMiaPNI", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > MAX_SGE || o.max_size > MAX_SIZE ||
         o.size > MAX_SIZE)
         usage();
     bool blocking = o.blocking;

@@ -75,7 +75,7 @@ static inline bool tool_local_addr(const struct sockaddr_in *dest, struct sockad
 
 /* The options ND's tools share; each tool accepts the subset its letters name. */
 struct tool_opts {
-    bool server, json, blocking, read, shared_mem, pause_polls, watch_only, sdk_order;
+    bool server, json, blocking, read, shared_mem, pause_polls, watch_only, sdk_order, no_inline;
     struct sockaddr_in addr;
     uint32_t nsge, depth, size, max_size, iters;
 };
@@ -121,6 +121,7 @@ static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_
         case 'P': o->pause_polls = true; break;
         case 'W': o->watch_only = true; break;
         case 'N': o->sdk_order = true; break;
+        case 'I': o->no_inline = true; break;
         default: return false;
         }
     }
