@@ -22,6 +22,18 @@ next_port() {
     echo "$port" > "$tmp/port"
 }
 
+# wait_listen PORT: until something listens on TCP PORT here (a server that is ready: the
+# clients of perftest and the SDK programs do not retry), 10 s at most.
+wait_listen() {
+    i=0
+    while [ $i -lt 200 ]; do
+        ss -Hltn "sport = :$1" 2>/dev/null | grep -q LISTEN && return 0
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
 # A netdirect tool, server and client on this host; prints the client's JSON line.
 # $ND_SERVER_ARGS (say -a) go to the server too.
 nd_pair() {

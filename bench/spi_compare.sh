@@ -19,17 +19,6 @@ ITERS=100000              # the SDK programs' x_MaxIterations, so both do as man
 PORT_BASE=30500
 . "$(dirname "$0")/lib.sh"
 
-# The SDK programs' clients do not retry: the server is ready once its TCP listener exists.
-wait_listen() {
-    i=0
-    while [ $i -lt 200 ]; do
-        ss -Hltn "sport = :$1" 2>/dev/null | grep -q LISTEN && return 0
-        sleep 0.05
-        i=$((i + 1))
-    done
-    return 1
-}
-
 # sdk_pair <program> <transport> <divisor>: one SDK run; prints "<size> <half round trip us>"
 # for 8 and 64.
 sdk_pair() {

@@ -22,16 +22,6 @@ PORT_BASE=29000
 run="$build/tools/netdirect-run"
 command -v ib_send_lat > /dev/null || { echo "perftest is not installed" >&2; exit 1; }
 
-wait_listen() {
-    i=0
-    while [ $i -lt 200 ]; do
-        ss -Hltn "sport = :$1" 2>/dev/null | grep -q LISTEN && return 0
-        sleep 0.05
-        i=$((i + 1))
-    done
-    return 1
-}
-
 # perf_pair <transport> <program> <column> <args...>: one perftest run over the drop-in;
 # prints the client's <column> of its result row.
 perf_pair() {

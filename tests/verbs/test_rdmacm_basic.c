@@ -8,7 +8,7 @@
  * non-blocking channel (EAGAIN); an id of an unknown port space.
  * Runs on the transport ND_TRANSPORT picks.
  */
-#include <rdma/rdma_cma.h>
+#include "cm_test.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,20 +18,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s (errno %d)\n", __FILE__, __LINE__, #c, errno); exit(1); } } while (0)
-
-static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
-{
-    struct rdma_cm_event *ev;
-
-    CHECK(rdma_get_cm_event(ch, &ev) == 0);
-    if (ev->event != type) {
-        fprintf(stderr, "got %s, wanted %s\n", rdma_event_str(ev->event), rdma_event_str(type));
-        exit(1);
-    }
-    return ev;
-}
 
 static void make_qp(struct rdma_cm_id *id)
 {

@@ -6,7 +6,7 @@
  * many rounds; a destroy that never returns fails the test through alarm().
  * Runs on the transport ND_TRANSPORT picks.
  */
-#include <rdma/rdma_cma.h>
+#include "cm_test.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,7 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s (errno %d)\n", __FILE__, __LINE__, #c, errno); exit(1); } } while (0)
 #define ROUNDS 300
 
 static void hung(int sig)
@@ -26,18 +25,6 @@ static void hung(int sig)
     (void)sig;
     (void)!write(2, msg, sizeof(msg) - 1);
     _exit(1);
-}
-
-static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
-{
-    struct rdma_cm_event *ev;
-
-    CHECK(rdma_get_cm_event(ch, &ev) == 0);
-    if (ev->event != type) {
-        fprintf(stderr, "got %s, wanted %s\n", rdma_event_str(ev->event), rdma_event_str(type));
-        exit(1);
-    }
-    return ev;
 }
 
 static void one_round(struct rdma_event_channel *sch, struct rdma_event_channel *cch)

@@ -6,7 +6,7 @@
  * rdma_connect (perftest -R's race: its client connects the moment a handshake ends) is
  * reached within that window: ESTABLISHED. Runs on the transport ND_TRANSPORT picks.
  */
-#include <rdma/rdma_cma.h>
+#include "cm_test.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,20 +16,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s (errno %d)\n", __FILE__, __LINE__, #c, errno); exit(1); } } while (0)
-
-static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
-{
-    struct rdma_cm_event *ev;
-
-    CHECK(rdma_get_cm_event(ch, &ev) == 0);
-    if (ev->event != type) {
-        fprintf(stderr, "got %s, wanted %s\n", rdma_event_str(ev->event), rdma_event_str(type));
-        exit(1);
-    }
-    return ev;
-}
 
 /* A port of this host nothing listens on (bound, not listening, while it is used). */
 static int unused_port(uint16_t *port)
