@@ -67,14 +67,6 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
     return done;
 }
 
-/* SRQs are not served yet. */
-static int post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-    (void)srq;
-    *bad = wr;
-    return EOPNOTSUPP;
-}
-
 static struct ibv_mw *alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
     (void)pd;
@@ -104,7 +96,7 @@ void vb_ops_fill(struct ibv_context_ops *ops)
     ops->req_notify_cq = vb_req_notify_cq;
     ops->post_send = vb_post_send;
     ops->post_recv = vb_post_recv;
-    ops->post_srq_recv = post_srq_recv;
+    ops->post_srq_recv = vb_post_srq_recv;
     ops->alloc_mw = alloc_mw;
     ops->dealloc_mw = dealloc_mw;
     ops->bind_mw = bind_mw;

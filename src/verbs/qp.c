@@ -47,8 +47,12 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         errno = EINVAL;
         return NULL;
     }
-    if (attr->qp_type != IBV_QPT_RC || attr->srq) {
-        errno = EOPNOTSUPP;         /* RC only; SRQs come with their own entry points */
+    if (attr->qp_type != IBV_QPT_RC) {
+        errno = EOPNOTSUPP;         /* RC only */
+        return NULL;
+    }
+    if (attr->srq && attr->srq->context != pd->context) {
+        errno = EINVAL;
         return NULL;
     }
     cap = attr->cap;
@@ -56,7 +60,9 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         cap.max_send_sge = 1;
     if (!cap.max_recv_sge)
         cap.max_recv_sge = 1;
-    if (cap_check(&cap, false) != ND_SUCCESS) {
+    if (attr->srq)
+        cap.max_recv_wr = cap.max_recv_sge = 0;     /* its receives are the SRQ's */
+    if (cap_check(&cap, attr->srq != NULL) != ND_SUCCESS) {
         errno = EINVAL;
         return NULL;
     }
@@ -66,10 +72,16 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         errno = ENOMEM;
         return NULL;
     }
-    st = nd_adapter_create_queue_pair(c->adapter, ((struct vb_cq *)attr->recv_cq)->core,
-                                      ((struct vb_cq *)attr->send_cq)->core, &q->qp, cap.max_recv_wr,
-                                      cap.max_send_wr, cap.max_recv_sge, cap.max_send_sge, cap.max_inline_data,
-                                      &q->core);
+    if (attr->srq)
+        st = nd_adapter_create_queue_pair_with_srq(c->adapter, ((struct vb_cq *)attr->recv_cq)->core,
+                                                   ((struct vb_cq *)attr->send_cq)->core, vb_srq_core(attr->srq),
+                                                   &q->qp, cap.max_send_wr, cap.max_send_sge, cap.max_inline_data,
+                                                   &q->core);
+    else
+        st = nd_adapter_create_queue_pair(c->adapter, ((struct vb_cq *)attr->recv_cq)->core,
+                                          ((struct vb_cq *)attr->send_cq)->core, &q->qp, cap.max_recv_wr,
+                                          cap.max_send_wr, cap.max_recv_sge, cap.max_send_sge, cap.max_inline_data,
+                                          &q->core);
     if (st != ND_SUCCESS) {
         free(q);
         errno = vb_errno(st);
@@ -80,6 +92,7 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
     q->qp.pd = pd;
     q->qp.send_cq = attr->send_cq;
     q->qp.recv_cq = attr->recv_cq;
+    q->qp.srq = attr->srq;
     q->qp.qp_num = __atomic_fetch_add(&next_qp_num, 1, __ATOMIC_RELAXED);
     q->qp.state = IBV_QPS_RESET;
     q->qp.qp_type = IBV_QPT_RC;

@@ -2,8 +2,8 @@
 /*
  * Entry points the target programs import (every one must resolve at load: their binaries
  * are linked BIND_NOW) that this device does not serve yet, or at all: each fails with the
- * errno rdma-core gives for an operation the device lacks. SRQs are not served yet; address
- * handles and multicast belong to UD, which is not offered.
+ * errno rdma-core gives for an operation the device lacks. Address handles and multicast
+ * belong to UD, which is not offered.
  */
 #include "verbs_int.h"
 
@@ -13,20 +13,6 @@ VB_API struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
     (void)qp;
     return NULL;                    /* as rdma-core for a QP made without send ops flags */
-}
-
-VB_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-    (void)pd;
-    (void)attr;
-    errno = EOPNOTSUPP;
-    return NULL;
-}
-
-VB_API int ibv_destroy_srq(struct ibv_srq *srq)
-{
-    (void)srq;
-    return EINVAL;
 }
 
 VB_API struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)

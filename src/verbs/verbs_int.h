@@ -94,6 +94,8 @@ int vb_errno(nd_status st);         /* the errno a core status means */
 void vb_ops_fill(struct ibv_context_ops *ops);
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int vb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+nd_srq *vb_srq_core(struct ibv_srq *srq);
 int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void vb_cq_notified(struct vb_cq *cq, nd_status st);
 int vb_event_thread_start(struct vb_context *c);   /* 0 or an errno */

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Shared receive queues, called as a program calls them: a forked server makes an SRQ, a QP
+ * on it through rdma_create_qp, posts four receives to the SRQ and accepts; the client sends
+ * three messages. They complete on the server in posting order, on the QP's receive CQ with
+ * its qp_num and their lengths. The QP itself takes no receives; the SRQ cannot be destroyed
+ * while the QP uses it; a limit (unsupported) and a depth over max_srq_wr are refused.
+ * Runs on the transport ND_TRANSPORT picks.
+ */
+#include "cm_test.h"
+
+#include <arpa/inet.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const uint32_t lens[3] = { 5, 300, 4096 };
+
+static void srq_attrs(struct ibv_pd *pd)
+{
+    struct ibv_device_attr da;
+    struct ibv_srq_init_attr bad = { .attr = { .max_wr = 4, .max_sge = 1, .srq_limit = 2 } };
+
+    CHECK(ibv_query_device(pd->context, &da) == 0 && da.max_srq > 0);
+    errno = 0;
+    CHECK(!ibv_create_srq(pd, &bad) && errno == EOPNOTSUPP);
+    bad.attr.srq_limit = 0;
+    bad.attr.max_wr = (uint32_t)da.max_srq_wr + 1;
+    CHECK(!ibv_create_srq(pd, &bad) && errno == EINVAL);
+}
+
+static void server(struct sockaddr_in *addr, int ready)
+{
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    static char buf[4][8192];
+    struct rdma_cm_id *l, *c;
+    struct rdma_cm_event *ev;
+    struct ibv_wc wc;
+
+    CHECK(ch && rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) == 0);
+    CHECK(rdma_bind_addr(l, (struct sockaddr *)addr) == 0 && rdma_listen(l, 1) == 0);
+    CHECK(write(ready, &((struct sockaddr_in *)rdma_get_local_addr(l))->sin_port, 2) == 2);
+    ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+    c = ev->id;
+    CHECK(rdma_ack_cm_event(ev) == 0);
+    struct ibv_pd *pd = ibv_alloc_pd(c->verbs);
+    CHECK(pd);
+    srq_attrs(pd);
+    struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+    struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+    CHECK(srq && srq->pd == pd);
+    struct ibv_srq_attr q;
+    CHECK(ibv_query_srq(srq, &q) == 0 && q.max_wr == 8 && q.max_sge == 1 && q.srq_limit == 0);
+    struct ibv_cq *cq = ibv_create_cq(c->verbs, 16, NULL, NULL, 0);
+    struct ibv_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = IBV_QPT_RC,
+                                   .cap = { .max_send_wr = 4, .max_send_sge = 1 } };
+    CHECK(cq && rdma_create_qp(c, pd, &qa) == 0 && c->qp->srq == srq);
+    struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+    CHECK(mr);
+    for (int i = 0; i < 4; i++) {
+        struct ibv_sge sge = { (uintptr_t)buf[i], sizeof(buf[i]), mr->lkey };
+        struct ibv_recv_wr rw = { .wr_id = 100 + (uint64_t)i, .sg_list = &sge, .num_sge = 1 }, *bad;
+        CHECK(ibv_post_srq_recv(srq, &rw, &bad) == 0);
+    }
+    struct ibv_sge sge = { (uintptr_t)buf[0], 8, mr->lkey };
+    struct ibv_recv_wr own = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
+    CHECK(ibv_post_recv(c->qp, &own, &bad) != 0 && bad == &own);      /* its receives are the SRQ's */
+    CHECK(rdma_accept(c, NULL) == 0);
+    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
+    for (int i = 0; i < 3; i++) {
+        while (ibv_poll_cq(cq, 1, &wc) == 0)
+            ;
+        CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.wr_id == 100 + (uint64_t)i &&
+              wc.byte_len == lens[i] && wc.qp_num == c->qp->qp_num && buf[i][0] == 'a' + i);
+    }
+    CHECK(ibv_destroy_srq(srq) == EBUSY);
+    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED)) == 0);
+    rdma_destroy_qp(c);
+    CHECK(ibv_destroy_srq(srq) == 0);
+    CHECK(ibv_dereg_mr(mr) == 0 && ibv_destroy_cq(cq) == 0 && rdma_destroy_id(c) == 0 && ibv_dealloc_pd(pd) == 0);
+    CHECK(rdma_destroy_id(l) == 0);
+    rdma_destroy_event_channel(ch);
+    exit(0);
+}
+
+int main(void)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+                                   .qp_type = IBV_QPT_RC, .sq_sig_all = 1 };
+    struct rdma_event_channel *ch;
+    struct rdma_cm_id *id;
+    static char msg[3][4096];
+    int pp[2], st;
+    pid_t pid;
+
+    /* The server first: the library's threads are not carried over a fork. */
+    CHECK(pipe(pp) == 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0)
+        server(&addr, pp[1]);
+    CHECK(read(pp[0], &addr.sin_port, 2) == 2);
+    ch = rdma_create_event_channel();
+    CHECK(ch && rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
+    CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&addr, 1000) == 0);
+    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED)) == 0);
+    CHECK(rdma_resolve_route(id, 1000) == 0);
+    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)) == 0);
+    CHECK(rdma_create_qp(id, NULL, &qa) == 0 && rdma_connect(id, NULL) == 0);
+    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
+    struct ibv_mr *mr = ibv_reg_mr(id->pd, msg, sizeof(msg), IBV_ACCESS_LOCAL_WRITE);
+    CHECK(mr);
+    for (int i = 0; i < 3; i++) {
+        struct ibv_sge sge = { (uintptr_t)msg[i], lens[i], mr->lkey };
+        struct ibv_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
+        struct ibv_wc wc;
+
+        msg[i][0] = (char)('a' + i);
+        CHECK(ibv_post_send(id->qp, &wr, &bad) == 0);
+        while (ibv_poll_cq(id->send_cq, 1, &wc) == 0)
+            ;
+        CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)i);
+    }
+    CHECK(rdma_disconnect(id) == 0);
+    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED)) == 0);
+    rdma_destroy_qp(id);
+    CHECK(ibv_dereg_mr(mr) == 0 && rdma_destroy_id(id) == 0);
+    rdma_destroy_event_channel(ch);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    puts("shared receive queues ok");
+    return 0;
+}
