@@ -8,16 +8,29 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* One lock for request bookkeeping: taken twice per blocking request, never on the data
  * path, and never held across a call into the C API. */
 static pthread_mutex_t spi_ov_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A thread in GetQueuedCompletionStatus, in line behind the ones that came before it. */
+struct spi_waiter {
+    struct spi_waiter *next;
+    pthread_cond_t turn;
+};
 
 struct spi_iocp {
     struct ndw_handle h;
     struct spi_file *file;   /* the file whose completions it delivers, or NULL */
     nd_port *own_port;       /* a port of its own when no file is bound */
     ULONG_PTR key;
+    /* Windows hands a packet to a thread already waiting on the port, never to one that
+     * arrives later: ndconn posts one NULL packet per worker and then waits on the port
+     * itself for a CQ's cancel packet, which a worker must not get. So waiters queue here
+     * and only the first of them waits on the core's port. */
+    pthread_mutex_t line_lock;
+    struct spi_waiter *head, *tail;
 };
 
 static void live_link(struct spi_ov *w)
@@ -224,6 +237,7 @@ static void iocp_close(struct ndw_handle *h)
     }
     if (p->own_port)
         nd_port_close(p->own_port);
+    pthread_mutex_destroy(&p->line_lock);
     p->h.type = 0;
     free(p);
 }
@@ -256,6 +270,7 @@ SPI_API HANDLE CreateIoCompletionPort(HANDLE file, HANDLE existing, ULONG_PTR ke
     p->h.type = NDW_HANDLE_IOCP;
     p->h.close = iocp_close;
     p->key = key;
+    pthread_mutex_init(&p->line_lock, NULL);
     if (f) {
         spi_file_ref(f);
         p->file = f;
@@ -325,6 +340,70 @@ static BOOL deliver_request(struct spi_iocp *p, struct spi_ov *w, LPDWORD bytes,
     return TRUE;
 }
 
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Line lock held: @w leaves the line; the new first waiter is told it is its turn. */
+static void leave_line(struct spi_iocp *p, struct spi_waiter *w)
+{
+    struct spi_waiter **pp = &p->head, *prev = NULL;
+
+    while (*pp && *pp != w) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (*pp)
+        *pp = w->next;
+    if (p->tail == w)
+        p->tail = prev;
+    if (p->head)
+        pthread_cond_signal(&p->head->turn);
+}
+
+/* Wait behind the threads already waiting, then on the port, within @timeout_ms in all. */
+static nd_status wait_in_line(struct spi_iocp *p, DWORD timeout_ms, nd_overlapped **nd)
+{
+    uint64_t deadline = timeout_ms == INFINITE ? 0 : now_ms() + timeout_ms;
+    struct spi_waiter me = { .next = NULL };
+    nd_status st = ND_TIMEOUT;
+
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&me.turn, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_lock(&p->line_lock);
+    if (p->tail)
+        p->tail->next = &me;
+    else
+        p->head = &me;
+    p->tail = &me;
+    while (p->head != &me) {
+        if (!deadline) {
+            pthread_cond_wait(&me.turn, &p->line_lock);
+            continue;
+        }
+        struct timespec ts = { .tv_sec = (time_t)(deadline / 1000), .tv_nsec = (long)(deadline % 1000) * 1000000 };
+        if (pthread_cond_timedwait(&me.turn, &p->line_lock, &ts) == ETIMEDOUT && p->head != &me)
+            goto out;
+    }
+    pthread_mutex_unlock(&p->line_lock);
+    uint64_t now = deadline ? now_ms() : 0;
+    int left = !deadline ? ND_INFINITE : now >= deadline ? 0 : (int)(deadline - now);
+    st = nd_port_wait(iocp_port(p), left, nd);
+    pthread_mutex_lock(&p->line_lock);
+out:
+    leave_line(p, &me);
+    pthread_mutex_unlock(&p->line_lock);
+    pthread_cond_destroy(&me.turn);
+    return st;
+}
+
 SPI_API BOOL GetQueuedCompletionStatus(HANDLE port, LPDWORD bytes, PULONG_PTR key,
                                        LPOVERLAPPED *ov, DWORD timeout_ms)
 {
@@ -339,7 +418,7 @@ SPI_API BOOL GetQueuedCompletionStatus(HANDLE port, LPDWORD bytes, PULONG_PTR ke
         ndw_set_last_error(p ? ERROR_INVALID_PARAMETER : ERROR_INVALID_HANDLE);
         return FALSE;
     }
-    st = nd_port_wait(iocp_port(p), timeout_ms == INFINITE ? ND_INFINITE : (int)timeout_ms, &nd);
+    st = wait_in_line(p, timeout_ms, &nd);
     if (st != ND_SUCCESS) {
         *ov = NULL;
         ndw_set_last_error(st == ND_TIMEOUT ? WAIT_TIMEOUT : ERROR_ABANDONED_WAIT_0);
