@@ -224,10 +224,30 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
         cq->channel->refcnt--;
         pthread_mutex_unlock(&ch->q.lock);
     }
+    /* No poll of this CQ runs now: the QPs it could still name go (with their other CQ's
+     * reference gone too). */
+    for (struct vb_qp *g = q->graves, *next; g; g = next) {
+        int slot = g->qp.send_cq == cq ? 0 : 1;
+
+        next = g->grave_next[slot];
+        if (__atomic_sub_fetch(&g->grave_refs, 1, __ATOMIC_ACQ_REL) == 0)
+            vb_qp_free(g);
+    }
     pthread_cond_destroy(&cq->cond);
     pthread_mutex_destroy(&cq->mutex);
     free(q);
     return 0;
+}
+
+/* @q (destroyed) joins @cq's list through its link @slot (0: as its send CQ, 1: receive). */
+void vb_cq_bury(struct ibv_cq *cq, struct vb_qp *q, int slot)
+{
+    struct vb_cq *c = (struct vb_cq *)cq;
+
+    pthread_mutex_lock(&cq->mutex);
+    q->grave_next[slot] = c->graves;
+    c->graves = q;
+    pthread_mutex_unlock(&cq->mutex);
 }
 
 /* ibv_req_notify_cq (through ops): arm once, for any completion or a solicited one. */

@@ -48,19 +48,24 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
     while (done < num_entries) {
         uint32_t want = (uint32_t)(num_entries - done) < VB_POLL_BATCH ? (uint32_t)(num_entries - done) : VB_POLL_BATCH;
         uint32_t n = nd_cq_get_results(q->core, r, want);
+        int kept = 0;
 
         for (uint32_t i = 0; i < n; i++) {
-            struct ibv_wc *w = &wc[done + (int)i];
+            struct vb_qp *qp = r[i].qp_context;
+            struct ibv_wc *w = &wc[done + kept];
 
+            if (qp && __atomic_load_n(&qp->dead, __ATOMIC_ACQUIRE))
+                continue;           /* its QP is destroyed: dropped, as rdma-core does */
             memset(w, 0, sizeof(*w));
             w->wr_id = (uint64_t)(uintptr_t)r[i].request_context;
             w->status = wc_status(r[i].status);
             w->opcode = wc_opcode(r[i].request_type);
             w->byte_len = r[i].bytes_transferred;
-            if (r[i].qp_context)
-                w->qp_num = ((struct ibv_qp *)r[i].qp_context)->qp_num;
+            if (qp)
+                w->qp_num = qp->qp.qp_num;
+            kept++;
         }
-        done += (int)n;
+        done += kept;
         if (n < want)
             break;
     }

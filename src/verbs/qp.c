@@ -114,10 +114,19 @@ VB_API int ibv_destroy_qp(struct ibv_qp *qp)
     st = nd_qp_close(q->core);
     if (st != ND_SUCCESS)
         return vb_errno(st);
-    pthread_cond_destroy(&qp->cond);
-    pthread_mutex_destroy(&qp->mutex);
-    free(q);
+    __atomic_store_n(&q->dead, true, __ATOMIC_RELEASE);
+    q->grave_refs = qp->send_cq == qp->recv_cq ? 1 : 2;
+    vb_cq_bury(qp->send_cq, q, 0);
+    if (qp->recv_cq != qp->send_cq)
+        vb_cq_bury(qp->recv_cq, q, 1);
     return 0;
+}
+
+void vb_qp_free(struct vb_qp *q)
+{
+    pthread_cond_destroy(&q->qp.cond);
+    pthread_mutex_destroy(&q->qp.mutex);
+    free(q);
 }
 
 /* The state moves a connected RC QP makes; with IBV_QP_AV (a connection made by the

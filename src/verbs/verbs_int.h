@@ -63,6 +63,7 @@ struct vb_cq {
     bool armed;                     /* notify_ov is with the core (cq.mutex) */
     bool dying;                     /* ibv_destroy_cq has begun (cq.mutex) */
     uint32_t events_delivered;      /* taken by ibv_get_cq_event (cq.mutex) */
+    struct vb_qp *graves;           /* destroyed QPs this CQ may still name (cq.mutex) */
 };
 
 struct vb_qp {
@@ -72,6 +73,12 @@ struct vb_qp {
     bool sig_all;
     bool cm_connected;              /* the CM made its connection */
     uint32_t ird, ord;              /* the connection's read limits */
+    /* Destroyed: the core may still hand over completions it had queued, which polls drop
+     * (rdma-core's providers clean them out of the CQ). The QP is freed with the last of
+     * its CQs (grave_refs of them), so a poll never reads freed memory. */
+    bool dead;                      /* atomic */
+    uint32_t grave_refs;
+    struct vb_qp *grave_next[2];    /* in the send CQ's and the receive CQ's lists */
 };
 
 struct vb_gid {
@@ -94,6 +101,8 @@ int vb_errno(nd_status st);         /* the errno a core status means */
 void vb_ops_fill(struct ibv_context_ops *ops);
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+void vb_cq_bury(struct ibv_cq *cq, struct vb_qp *q, int slot);
+void vb_qp_free(struct vb_qp *q);
 int vb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 nd_srq *vb_srq_core(struct ibv_srq *srq);
 int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only);

@@ -44,8 +44,8 @@ wait_listen() {
 # run_pair NAME SERVER_STAYS(0/1) CLIENT_PATTERN SERVER_PATTERN -- server args -- client args
 # One server/client run on $transport and $port (both set by the caller). PORT and ADDR in
 # the arguments become $port and $srv_addr. A server that stays (never exits by itself) is
-# stopped after the client. Both must exit 0 and print their pattern (an empty server
-# pattern is not checked); the outputs stay in $tmp/c and $tmp/s.
+# stopped after the client. Both must exit 0 and print their pattern (an empty pattern is
+# not checked); the outputs stay in $tmp/c and $tmp/s.
 run_pair() {
     name=$1 stays=$2 cpat=$3 spat=$4
     shift 5
@@ -69,7 +69,8 @@ run_pair() {
         wait "$server"
         src=$?
     fi
-    if [ $crc -ne 0 ] || [ $src -ne 0 ] || ! grep -Eq "$cpat" "$tmp/c" || { [ -n "$spat" ] && ! grep -Eq "$spat" "$tmp/s"; }; then
+    if [ $crc -ne 0 ] || [ $src -ne 0 ] || { [ -n "$cpat" ] && ! grep -Eq "$cpat" "$tmp/c"; } ||
+       { [ -n "$spat" ] && ! grep -Eq "$spat" "$tmp/s"; }; then
         echo "client:"; cat "$tmp/c"; echo "server:"; cat "$tmp/s"
         echo "$transport $name: client rc=$crc server rc=$src"
         exit 1

@@ -4,7 +4,8 @@
  * on it through rdma_create_qp, posts four receives to the SRQ and accepts; the client sends
  * three messages. They complete on the server in posting order, on the QP's receive CQ with
  * its qp_num and their lengths. The QP itself takes no receives; the SRQ cannot be destroyed
- * while the QP uses it; a limit (unsupported) and a depth over max_srq_wr are refused.
+ * while the QP uses it; a limit (unsupported) and a depth over max_srq_wr are refused. On the
+ * client, a destroyed QP's flushed receive is not reported by its CQ afterwards.
  * Runs on the transport ND_TRANSPORT picks.
  */
 #include "cm_test.h"
@@ -107,7 +108,17 @@ int main(void)
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED)) == 0);
     CHECK(rdma_resolve_route(id, 1000) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)) == 0);
-    CHECK(rdma_create_qp(id, NULL, &qa) == 0 && rdma_connect(id, NULL) == 0);
+    /* The client's own CQ: after the QP is destroyed, its flushed receives are not reported. */
+    struct ibv_cq *ccq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
+    CHECK(ccq);
+    qa.send_cq = qa.recv_cq = ccq;
+    CHECK(rdma_create_qp(id, NULL, &qa) == 0);
+    static char rbuf[64];
+    struct ibv_mr *rmr = ibv_reg_mr(id->pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_sge rsge = { (uintptr_t)rbuf, sizeof(rbuf), rmr ? rmr->lkey : 0 };
+    struct ibv_recv_wr rw = { .wr_id = 77, .sg_list = &rsge, .num_sge = 1 }, *rbad;
+    CHECK(rmr && ibv_post_recv(id->qp, &rw, &rbad) == 0);
+    CHECK(rdma_connect(id, NULL) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
     struct ibv_mr *mr = ibv_reg_mr(id->pd, msg, sizeof(msg), IBV_ACCESS_LOCAL_WRITE);
     CHECK(mr);
@@ -118,13 +129,17 @@ int main(void)
 
         msg[i][0] = (char)('a' + i);
         CHECK(ibv_post_send(id->qp, &wr, &bad) == 0);
-        while (ibv_poll_cq(id->send_cq, 1, &wc) == 0)
+        while (ibv_poll_cq(ccq, 1, &wc) == 0)
             ;
         CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)i);
     }
     CHECK(rdma_disconnect(id) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED)) == 0);
+    /* Receive 77 was flushed by the disconnect, not polled: gone with its QP. */
     rdma_destroy_qp(id);
+    struct ibv_wc left[4];
+    CHECK(ibv_poll_cq(ccq, 4, left) == 0);
+    CHECK(ibv_destroy_cq(ccq) == 0 && ibv_dereg_mr(rmr) == 0);
     CHECK(ibv_dereg_mr(mr) == 0 && rdma_destroy_id(id) == 0);
     rdma_destroy_event_channel(ch);
     CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
