@@ -7,8 +7,10 @@
 #include <rdma/rdma_cma.h>
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s (errno %d)\n", __FILE__, __LINE__, #c, errno); exit(1); } } while (0)
 
@@ -22,6 +24,34 @@ static inline struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum r
         exit(1);
     }
     return ev;
+}
+
+/* rdma_resolve_addr and rdma_resolve_route of @id towards @dst, their events taken. */
+static inline void cm_resolve(struct rdma_event_channel *ch, struct rdma_cm_id *id, struct sockaddr_in *dst)
+{
+    CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)dst, 1000) == 0);
+    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED)) == 0);
+    CHECK(rdma_resolve_route(id, 1000) == 0);
+    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)) == 0);
+}
+
+/* Forks @server (it writes its port to the descriptor it is given, then serves) before this
+ * process starts the library's threads, which a fork does not carry over; returns its pid
+ * with @addr's port set to the one it listens on. */
+static inline pid_t fork_server(void (*server)(struct sockaddr_in *, int), struct sockaddr_in *addr)
+{
+    int pp[2];
+    pid_t pid;
+
+    CHECK(pipe(pp) == 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0)
+        server(addr, pp[1]);
+    CHECK(read(pp[0], &addr->sin_port, 2) == 2);
+    close(pp[0]);
+    close(pp[1]);
+    return pid;
 }
 
 #endif

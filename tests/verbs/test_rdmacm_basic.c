@@ -98,16 +98,10 @@ int main(void)
     struct rdma_event_channel *ch;
     struct rdma_cm_event *ev;
     struct rdma_cm_id *id;
-    int pp[2], st;
+    int st;
     pid_t pid;
 
-    /* The server first: the library's threads are not carried over a fork. */
-    CHECK(pipe(pp) == 0);
-    pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0)
-        server(&addr, pp[1]);
-    CHECK(read(pp[0], &addr.sin_port, 2) == 2);
+    pid = fork_server(server, &addr);
     ch = rdma_create_event_channel();
     CHECK(ch);
     /* Addresses only, no name: the hints are the answer. */

@@ -37,10 +37,7 @@ static void one_round(struct rdma_event_channel *sch, struct rdma_event_channel 
     CHECK(rdma_bind_addr(l, (struct sockaddr *)&addr) == 0 && rdma_listen(l, 4) == 0);
     addr.sin_port = ((struct sockaddr_in *)rdma_get_local_addr(l))->sin_port;
     CHECK(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP) == 0);
-    CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&addr, 1000) == 0);
-    CHECK(rdma_ack_cm_event(expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED)) == 0);
-    CHECK(rdma_resolve_route(c, 1000) == 0);
-    CHECK(rdma_ack_cm_event(expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED)) == 0);
+    cm_resolve(cch, c, &addr);
     struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
                                    .qp_type = IBV_QPT_RC };
     CHECK(rdma_create_qp(c, NULL, &qa) == 0);

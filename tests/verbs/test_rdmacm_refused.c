@@ -37,10 +37,7 @@ static struct rdma_cm_id *resolved(struct rdma_event_channel *ch, struct sockadd
     struct rdma_cm_id *id;
 
     CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
-    CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)dst, 1000) == 0);
-    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED)) == 0);
-    CHECK(rdma_resolve_route(id, 1000) == 0);
-    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)) == 0);
+    cm_resolve(ch, id, dst);
     CHECK(rdma_create_qp(id, NULL, &qa) == 0);
     return id;
 }

@@ -92,22 +92,13 @@ int main(void)
     struct rdma_event_channel *ch;
     struct rdma_cm_id *id;
     static char msg[3][4096];
-    int pp[2], st;
+    int st;
     pid_t pid;
 
-    /* The server first: the library's threads are not carried over a fork. */
-    CHECK(pipe(pp) == 0);
-    pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0)
-        server(&addr, pp[1]);
-    CHECK(read(pp[0], &addr.sin_port, 2) == 2);
+    pid = fork_server(server, &addr);
     ch = rdma_create_event_channel();
     CHECK(ch && rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
-    CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&addr, 1000) == 0);
-    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED)) == 0);
-    CHECK(rdma_resolve_route(id, 1000) == 0);
-    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)) == 0);
+    cm_resolve(ch, id, &addr);
     /* The client's own CQ: after the QP is destroyed, its flushed receives are not reported. */
     struct ibv_cq *ccq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
     CHECK(ccq);
