@@ -340,6 +340,16 @@ void nd_qp_fail(struct nd_qp *qp, nd_status status)
     nd_lock_release(&qp->lock);
 }
 
+/* Entries the peer wrote (shm) or the wire placed (iwarp) in the inbound ring are ours once
+ * written; the consumer index the CQ publishes says which it has taken. */
+bool nd_qp_inbound_pending(struct nd_qp *qp)
+{
+    if (!qp->inbound_hdr)
+        return false;
+    return nd_cqe_valid((const struct nd_cqe *)(qp->region + qp->layout.ents), qp->rq_entries - 1,
+                        atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_acquire));
+}
+
 void nd_qp_peer_left(struct nd_qp *qp)
 {
     if (atomic_exchange(&qp->peer_left, true))

@@ -184,6 +184,8 @@ void nd_qp_ref(struct nd_qp *qp);
 void nd_qp_unref(struct nd_qp *qp);
 /* The peer of a connected QP has gone (QP lock held): tell the connector, once. */
 void nd_qp_peer_left(struct nd_qp *qp);
+/* Does the inbound ring hold completions no poll has taken yet? (the QP stays open) */
+bool nd_qp_inbound_pending(struct nd_qp *qp);
 /* Link the QP to its connector's socket (@sock) or port source (@k), or unlink it (-1, NULL). */
 void nd_qp_link_cm(struct nd_qp *qp, int sock, const struct nd_port_kick *k);
 /* The transport connected (or disconnected) this QP. */

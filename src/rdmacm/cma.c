@@ -50,18 +50,23 @@ int cm_errno(nd_status st)
 static void *cm_main(void *arg)
 {
     (void)arg;
+    int timeout_ms = -1;
+
     for (;;) {
         nd_overlapped *ov = NULL;
-        nd_status st = nd_port_wait(the_port, -1, &ov);
+        nd_status st = nd_port_wait(the_port, timeout_ms, &ov);
         struct cm_op *op;
 
-        if (st != ND_SUCCESS)
+        if (st != ND_SUCCESS) {         /* the wait for a deferred disconnect's next look */
+            timeout_ms = cm_release_disconnects();
             continue;
+        }
         op = (struct cm_op *)((char *)ov - offsetof(struct cm_op, ov));
         st = nd_get_overlapped_result(ov, 0);
         cm_op_taken(op->id, op->kind);
         cm_handle(op->id, op->kind, st);
         cm_op_done(op->id);
+        timeout_ms = cm_release_disconnects();
     }
     return NULL;
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static socklen_t sa_len(const struct sockaddr *sa)
@@ -254,10 +255,16 @@ CM_API void rdma_destroy_qp(struct rdma_cm_id *cid)
 {
     struct cm_id *id = (struct cm_id *)cid;
 
+    struct ibv_qp *qp;
+
     if (!cid || !cid->qp)
         return;
-    ibv_destroy_qp(cid->qp);
+    /* Cleared first, under the lock: the CM thread looks at the QP only there. */
+    pthread_mutex_lock(&id->lock);
+    qp = cid->qp;
     cid->qp = NULL;
+    pthread_mutex_unlock(&id->lock);
+    ibv_destroy_qp(qp);
     free_cqs(id);
 }
 
@@ -446,6 +453,81 @@ static void established(struct cm_id *id, const void *pdata, uint32_t len)
     start(id, CM_OP_NOTIFY, nd_connector_notify_disconnect(id->conn, &id->op[CM_OP_NOTIFY].ov));
 }
 
+/*
+ * DISCONNECTED waits while the peer's last messages sit in the QP's receive ring, until a
+ * poll takes them or DISCONNECT_DRAIN_MS pass. A program that polls its CQ and reads its
+ * event channel in turn (libfabric's rxm: the channel when a poll came back empty) would
+ * otherwise see the disconnect first when the messages and the disconnect both land
+ * between its poll and its read, and close the connection with them unread: they are
+ * dropped with the QP, as rdma-core's hardware providers drop them. The deferred ids are
+ * the CM thread's; an id's QP is read under its lock (rdma_destroy_qp clears it there).
+ */
+#define DISCONNECT_DRAIN_MS 500
+
+struct deferred_disconnect {
+    struct cm_id *id;
+    uint64_t deadline_ns;
+};
+
+static struct deferred_disconnect *deferred;
+static uint32_t n_deferred, cap_deferred;
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static bool defer_disconnect(struct cm_id *id)
+{
+    pthread_mutex_lock(&id->lock);
+    bool pending = id->id.qp && ndv_qp_receives_pending(id->id.qp);
+    pthread_mutex_unlock(&id->lock);
+    if (!pending)
+        return false;
+    if (n_deferred == cap_deferred) {
+        uint32_t cap = cap_deferred ? cap_deferred * 2 : 8;
+        struct deferred_disconnect *d = realloc(deferred, cap * sizeof(*d));
+
+        if (!d)
+            return false;           /* delivered now */
+        deferred = d;
+        cap_deferred = cap;
+    }
+    /* Counted as a request out: rdma_destroy_id waits for the release below. */
+    pthread_mutex_lock(&id->lock);
+    id->ops_out++;
+    pthread_mutex_unlock(&id->lock);
+    deferred[n_deferred++] = (struct deferred_disconnect){ id, now_ns() + DISCONNECT_DRAIN_MS * 1000000ull };
+    return true;
+}
+
+int cm_release_disconnects(void)
+{
+    uint64_t now = n_deferred ? now_ns() : 0;
+
+    for (uint32_t i = 0; i < n_deferred;) {
+        struct cm_id *id = deferred[i].id;
+
+        pthread_mutex_lock(&id->lock);
+        bool wait = !id->destroying && id->id.qp && ndv_qp_receives_pending(id->id.qp) &&
+                    now < deferred[i].deadline_ns;
+        bool deliver = !id->destroying;
+        pthread_mutex_unlock(&id->lock);
+        if (wait) {
+            i++;
+            continue;
+        }
+        deferred[i] = deferred[--n_deferred];
+        if (deliver)
+            cm_queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+        cm_op_done(id);
+    }
+    return n_deferred ? 1 : -1;
+}
+
 static void disconnected(struct cm_id *id)
 {
     bool first;
@@ -458,7 +540,8 @@ static void disconnected(struct cm_id *id)
         return;
     if (id->id.qp)
         ndv_qp_cm_state(id->id.qp, IBV_QPS_ERR, 0, 0);
-    cm_queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+    if (!defer_disconnect(id))
+        cm_queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 }
 
 static void connect_done(struct cm_id *id, nd_status st)

@@ -92,5 +92,8 @@ struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum 
 
 /* cma_conn.c: what the CM thread does with a completed request. */
 void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st);
+/* Delivers the DISCONNECTED events whose wait is over (CM thread); returns how long the
+ * thread may wait for its next request before it looks again, in ms (-1: forever). */
+int cm_release_disconnects(void);
 
 #endif

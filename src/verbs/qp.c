@@ -11,6 +11,7 @@
  */
 #include "verbs_int.h"
 #include "ndv.h"
+#include "core/qp_int.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -280,6 +281,11 @@ VB_API nd_adapter *ndv_context_adapter(struct ibv_context *ctx)
 VB_API nd_qp *ndv_qp_core(struct ibv_qp *qp)
 {
     return ((struct vb_qp *)qp)->core;
+}
+
+VB_API bool ndv_qp_receives_pending(struct ibv_qp *qp)
+{
+    return nd_qp_inbound_pending(((struct vb_qp *)qp)->core);
 }
 
 VB_API void ndv_qp_cm_state(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord)
