@@ -254,7 +254,6 @@ CM_API int rdma_create_qp_ex(struct rdma_cm_id *cid, struct ibv_qp_init_attr_ex 
 CM_API void rdma_destroy_qp(struct rdma_cm_id *cid)
 {
     struct cm_id *id = (struct cm_id *)cid;
-
     struct ibv_qp *qp;
 
     if (!cid || !cid->qp)
@@ -482,11 +481,8 @@ static uint64_t now_ns(void)
 
 static bool defer_disconnect(struct cm_id *id)
 {
-    pthread_mutex_lock(&id->lock);
-    bool pending = id->id.qp && ndv_qp_receives_pending(id->id.qp);
-    pthread_mutex_unlock(&id->lock);
-    if (!pending)
-        return false;
+    bool pending;
+
     if (n_deferred == cap_deferred) {
         uint32_t cap = cap_deferred ? cap_deferred * 2 : 8;
         struct deferred_disconnect *d = realloc(deferred, cap * sizeof(*d));
@@ -496,12 +492,14 @@ static bool defer_disconnect(struct cm_id *id)
         deferred = d;
         cap_deferred = cap;
     }
-    /* Counted as a request out: rdma_destroy_id waits for the release below. */
     pthread_mutex_lock(&id->lock);
-    id->ops_out++;
+    pending = id->id.qp && ndv_qp_receives_pending(id->id.qp);
+    if (pending)
+        id->ops_out++;              /* a request out: rdma_destroy_id waits for the release */
     pthread_mutex_unlock(&id->lock);
-    deferred[n_deferred++] = (struct deferred_disconnect){ id, now_ns() + DISCONNECT_DRAIN_MS * 1000000ull };
-    return true;
+    if (pending)
+        deferred[n_deferred++] = (struct deferred_disconnect){ id, now_ns() + DISCONNECT_DRAIN_MS * 1000000ull };
+    return pending;
 }
 
 int cm_release_disconnects(void)
