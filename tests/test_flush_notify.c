@@ -6,7 +6,11 @@
  *  2. a peer SIGKILLed mid-connection completes a NotifyDisconnect that the application
  *     only polls (GetOverlappedResult without wait, plus GetResults), within a bound;
  *  3. a CQ overrun (more completions than its depth) completes a pending Notify(ERRORS)
- *     with ND_BUFFER_OVERFLOW and makes its queue pairs unusable; nothing is lost.
+ *     with ND_BUFFER_OVERFLOW and makes its queue pairs unusable; nothing is lost;
+ *  4. completions leave the CQ in the order they happened: a Send that completed before
+ *     the queue pair failed comes out before the receives the failure flushed, whichever
+ *     of the QP's rings the CQ happens to look at first (ndmemorytest's NdWriteViolation
+ *     expects its Send's success first, then the flushed receive).
  * Runs on both transports.
  */
 #include "t_conn.h"
@@ -190,6 +194,62 @@ static void overrun_fails_errors_notify(void)
     close(pipe_rd);
 }
 
+/* Receives one Send, says so on the pipe, then waits for the client to go. */
+static void one_send_server(int port_pipe)
+{
+    struct t_side s;
+    nd_result r;
+
+    t_serve_open(&s, port_pipe);
+    nd_sge rs = { s.buf, 64, s.token };
+    CHECK_ST(nd_qp_receive(s.qp, NULL, &rs, 1), ND_SUCCESS);
+    CHECK_ST(nd_qp_receive(s.qp, NULL, &rs, 1), ND_SUCCESS);
+    t_accept(&s, 0, NULL, 0);
+    r = t_poll_one(s.cq, BOUND_MS);
+    CHECK_ST(r.status, ND_SUCCESS);
+    CHECK(write(port_pipe, "r", 1) == 1);
+    r = t_poll_one(s.cq, 10000);     /* the second receive, flushed when the client goes */
+    t_side_close(&s);
+}
+
+static void success_before_flush(uint32_t empty_polls)
+{
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
+    struct t_side c;
+    int pipe_rd;
+    pid_t pid = t_fork_server(one_send_server, &pipe_rd);
+    uint16_t port;
+    nd_result r;
+    char byte;
+
+    CHECK(read(pipe_rd, &port, sizeof(port)) == sizeof(port));
+    t_side_open(&c, 4096, 4, 1);
+    nd_sge rs = { c.buf, 64, c.token }, ss = { c.buf + 64, 8, c.token };
+    CHECK_ST(nd_qp_receive(c.qp, (void *)1, &rs, 1), ND_SUCCESS);
+    t_connect(&c, port, NULL, NULL);
+    /* Each GetResults starts its scan one ring further on. */
+    for (uint32_t i = 0; i < empty_polls; i++)
+        CHECK(nd_cq_get_results(c.cq, &r, 1) == 0);
+    CHECK_ST(nd_cq_notify(c.cq, ND_CQ_NOTIFY_ANY, &ov), ND_PENDING);
+    CHECK_ST(nd_qp_send(c.qp, (void *)2, &ss, 1, 0), ND_SUCCESS);
+    CHECK_ST(nd_get_overlapped_result(&ov, 1), ND_SUCCESS);    /* the Send's completion is queued */
+    CHECK(read(pipe_rd, &byte, 1) == 1);
+    CHECK_ST(nd_qp_flush(c.qp), ND_SUCCESS);
+    r = t_poll_one(c.cq, BOUND_MS);
+    if (r.request_context != (void *)2) {
+        fprintf(stderr, "after %u empty polls: first out was request %p (%s), not the Send\n", empty_polls,
+                r.request_context, nd_strerror(r.status));
+        exit(1);
+    }
+    CHECK_ST(r.status, ND_SUCCESS);
+    r = t_poll_one(c.cq, BOUND_MS);
+    CHECK(r.request_context == (void *)1);
+    CHECK_ST(r.status, ND_CANCELED);
+    t_side_close(&c);
+    t_expect_child_ok(pid);
+    close(pipe_rd);
+}
+
 int main(int argc, char **argv)
 {
     int only = argc > 1 ? atoi(argv[1]) : 0;
@@ -200,6 +260,9 @@ int main(int argc, char **argv)
         killed_peer_polled_disconnect();
     if (!only || only == 3)
         overrun_fails_errors_notify();
+    if (!only || only == 4)
+        for (uint32_t k = 0; k < 3; k++)
+            success_before_flush(k);
     puts("flush and notify semantics ok");
     return 0;
 }

@@ -214,6 +214,9 @@ static enum nd_xlate flush_translate(void *ctx, const struct nd_cqe *e, nd_resul
 
     if ((int32_t)(k - exp) < 0)
         return ND_XLATE_SKIP;           /* the peer completed it after all */
+    if (qp->icq == qp->rcq && !atomic_load_explicit(&qp->initiator_detached, memory_order_acquire) &&
+        (int32_t)(atomic_load_explicit(&qp->iprod.hdr->cons, memory_order_acquire) - qp->fail_iq_mark) < 0)
+        return ND_XLATE_DEFER;          /* a completion from before the failure goes first */
     if (k != exp) {
         /* Earlier receives belong to the inbound ring; if that ring is gone, flush them here. */
         if (!__atomic_load_n(&qp->inbound_dead, __ATOMIC_ACQUIRE))
@@ -327,6 +330,7 @@ void nd_qp_fail_locked(struct nd_qp *qp, nd_status status)
         return;
     qp->state = ND_QPS_ERROR;
     qp->error = status;
+    qp->fail_iq_mark = qp->iprod.prod;
     nd_log(ND_LOG_INFO, ND_SUB_CORE, "QP %p enters the error state: %s", (void *)qp, nd_strerror(status));
     if (qp->tops && qp->tops->shutdown)
         qp->tops->shutdown(qp, status);
@@ -528,6 +532,7 @@ ND_API nd_status nd_qp_close(nd_qp *qp)
     /* Each ring's flushes go to its CQ as the ring detaches (nd_cq_detach): the inbound
      * ring's first, then the flush ring's, which no longer waits for the inbound ring. */
     nd_cq_detach(qp->icq, qp->isrc);
+    atomic_store_explicit(&qp->initiator_detached, true, memory_order_release);
     nd_cq_detach(qp->rcq, qp->rsrc);
     __atomic_store_n(&qp->inbound_dead, true, __ATOMIC_RELEASE);
     nd_cq_detach(qp->rcq, qp->lsrc);

@@ -137,6 +137,11 @@ struct nd_qp {
     uint32_t rq_posted;             /* under lock */
     _Atomic uint32_t rq_expected;   /* next receive to complete (results returned so far) */
     uint32_t rq_flushed;            /* receives below this have a flush entry */
+    /* The initiator ring's producer index when the QP failed: on a shared CQ, receive
+     * flushes wait until the completions before it are out (a CQ gives results in the
+     * order they happened, whichever ring it looks at first). */
+    uint32_t fail_iq_mark;
+    _Atomic bool initiator_detached;    /* that ring is gone: nothing to wait for */
     uint8_t *region;
     struct nd_area area;            /* where the region lives in the adapter's arena (its chunk's fd: not ours) */
     bool region_shared;             /* its descriptor went to a peer: reuse waits for the peer */
