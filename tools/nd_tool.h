@@ -29,6 +29,7 @@ struct tool_ep {
     uint32_t token;
     uint32_t inline_threshold;      /* the adapter's inline_request_threshold */
     uint32_t extra_receives;        /* posted beyond a tool's own count (nd_pingpong -N) */
+    uint32_t depth;                 /* of the QP's queues (tool_open) */
     bool blocking;
     bool pause_polls;               /* -P: a pause instruction after each empty poll */
     bool shared;                    /* buf from nd_alloc_memory (set before tool_open: -a) */
@@ -195,6 +196,7 @@ static inline void tool_open(struct tool_ep *e, const struct sockaddr_in *local,
     e->inline_threshold = info.inline_request_threshold;
     TOOL_CHECK(nd_adapter_create_overlapped_file(e->adapter, &e->port));
     TOOL_CHECK(nd_adapter_create_completion_queue(e->adapter, e->port, depth * 2, 0, 0, &e->cq));
+    e->depth = depth;
     TOOL_CHECK(nd_adapter_create_queue_pair(e->adapter, e->cq, e->cq, e, depth, depth, nsge, nsge,
                                             info.inline_request_threshold, &e->qp));
     TOOL_CHECK(nd_adapter_create_connector(e->adapter, e->port, &e->conn));

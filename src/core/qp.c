@@ -6,6 +6,7 @@
 #include "transport.h"
 #include "log.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -33,6 +34,16 @@ void nd_qp_layout(uint32_t rq_entries, uint32_t max_sge, uint32_t slot_size, str
     l->rwqe_stride = align_up(sizeof(struct nd_rwqe) + (size_t)max_sge * sizeof(struct nd_rwqe_sge), 16);
     l->slots = align_up(l->rwqe + (size_t)rq_entries * l->rwqe_stride, ND_CACHELINE);
     l->size = align_up(l->slots + (size_t)rq_entries * slot_size, 4096);
+}
+
+void nd_qp_region_populate(uint8_t *map, const struct nd_qp_layout *l, uint32_t slot_size)
+{
+    if (slot_size >= 4096)
+        return;
+    /* Only a hint: a kernel before 5.14 (EINVAL) or a short memory (ENOMEM) leaves the
+     * pages to be faulted in on first use, as before. */
+    if (madvise(map, l->size, MADV_POPULATE_WRITE) != 0)
+        nd_log(ND_LOG_DEBUG, ND_SUB_CORE, "queue region not populated: %s", strerror(errno));
 }
 
 uint32_t nd_qp_slot_size(uint32_t rq_entries)
@@ -392,6 +403,7 @@ static nd_status region_create(struct nd_qp *qp)
     if (nd_area_get(qp->adapter, qp->layout.size, qp->layout.slots, &qp->area) != ND_SUCCESS)
         return ND_INSUFFICIENT_RESOURCES;
     qp->region = qp->area.map;
+    nd_qp_region_populate(qp->region, &qp->layout, qp->slot_size);
     qp->ctl = (struct nd_qp_ctl *)qp->region;
     qp->ctl->magic = ND_QP_REGION_MAGIC;
     qp->ctl->version = ND_QP_REGION_VERSION;

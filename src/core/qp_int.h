@@ -75,6 +75,12 @@ struct nd_qp_layout {
 };
 
 void nd_qp_layout(uint32_t rq_entries, uint32_t max_sge, uint32_t slot_size, struct nd_qp_layout *l);
+/* A deep queue's region (@map, laid out as @l), resident from the start in this process's
+ * page tables, as an RNIC's pinned queues are: its slots are packed under a page each, so
+ * one lap of small messages touches every page, and a first touch here costs a page fault
+ * (tens of us in a virtual machine) on the data path. Shallow queues stay lazy: their
+ * slots start a page or more apart, and a slot a QP never fills is never committed. */
+void nd_qp_region_populate(uint8_t *map, const struct nd_qp_layout *l, uint32_t slot_size);
 
 enum nd_qp_state { ND_QPS_IDLE, ND_QPS_CONNECTED, ND_QPS_ERROR };
 

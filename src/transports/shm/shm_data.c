@@ -843,6 +843,7 @@ nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t 
     c->pctl = (struct nd_qp_ctl *)c->peer_region;
     if (c->pctl->magic != ND_QP_REGION_MAGIC || c->pctl->rq_entries != m->rq_entries)
         goto err;
+    nd_qp_region_populate(c->peer_region, &c->pl, m->slot_size);
     c->peer_mtab = (const struct nd_mtab_entry *)(c->peer_adapter + ND_ADAPTER_ARM_BYTES);
     c->peer_rq_entries = m->rq_entries;
     c->peer_max_sge = m->max_sge;
