@@ -866,13 +866,17 @@ static void disconnect_locked(struct nd_connector *c, struct nd_ovbatch *b)
 {
     struct nd_cm_msg disc;
 
+    /* The queue pair stops first: the peer's posts see it in shared memory at once, before
+     * our message can reach it, so a request it posts after our Disconnect is flushed
+     * rather than delivered to a queue pair that is going (ndrpingpong's client counts on
+     * its last Send coming back canceled). */
+    if (c->qp)
+        nd_qp_fail(c->qp, ND_CANCELED);
     if (c->sock >= 0) {
         nd_cm_msg_init(&disc, ND_CM_DISC);
         if (c->wire->cm_send(c->sock, &disc, NULL) == ND_SUCCESS)
             ring_peer(c, c->qp);
     }
-    if (c->qp)
-        nd_qp_fail(c->qp, ND_CANCELED);
     finish_kind(c, ND_CR_NOTIFY_DISC, STATUS_CONNECTION_DISCONNECTED, b);
     close_sock(c);
     deadline_stop(c);
