@@ -5,16 +5,9 @@
  * Send/Receive ping-pong with CQ Notify and GetQueuedCompletionStatus, a memory window
  * bound for the peer's RDMA Write and Read, and Disconnect. Runs on ND_TRANSPORT's transport.
  */
-#include <ndspi/ndsupport.h>
-#include <ndspi/tchar.h>
+#include "spi_test.h"
 
 #include <initializer_list>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
-#define CHECK_HR(e, want) do { HRESULT hr_ = (e); if (hr_ != (HRESULT)(want)) { \
-    fprintf(stderr, "%s:%d: %s = %08x\n", __FILE__, __LINE__, #e, (unsigned)hr_); exit(1); } } while (0)
 
 static const int kPings = 200;
 
@@ -177,7 +170,7 @@ static void server(const sockaddr_in &local, int ready)
     l->Release();
 }
 
-static void client(const sockaddr_in &dest)
+static void client(const sockaddr_in &dest, int)
 {
     sockaddr_in local;
     SIZE_T len = sizeof(local);
@@ -237,30 +230,6 @@ int __cdecl _tmain(int argc, TCHAR *argv[])
 {
     (void)argc;
     (void)argv;
-    WSADATA wsa;
-    CHECK(WSAStartup(MAKEWORD(2, 2), &wsa) == 0);
-    CHECK_HR(NdStartup(), ND_SUCCESS);
-    sockaddr_in addr;
-    INT alen = sizeof(addr);
-    WCHAR lo[] = L"127.0.0.1";
-    CHECK(WSAStringToAddress(lo, AF_INET, nullptr, reinterpret_cast<sockaddr *>(&addr), &alen) == 0);
-
-    int pipefd[2];
-    CHECK(pipe(pipefd) == 0);
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        close(pipefd[0]);
-        server(addr, pipefd[1]);
-        _exit(0);
-    }
-    close(pipefd[1]);
-    CHECK(read(pipefd[0], &addr.sin_port, sizeof(addr.sin_port)) == sizeof(addr.sin_port));
-    client(addr);
-    int status;
-    CHECK(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CHECK_HR(NdCleanup(), ND_SUCCESS);
+    spi_run_pair(server, client);
     return 0;
 }

@@ -10,15 +10,9 @@
  *  - IND2CompletionQueue: Resize, GetNotifyAffinity, CancelOverlappedRequests;
  *  - IND2QueuePair::Flush, IND2MemoryRegion::Deregister.
  */
-#include <ndspi/ndsupport.h>
-#include <ndspi/tchar.h>
+#include "spi_test.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
 
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #c); exit(1); } } while (0)
-#define CHECK_HR(e, want) do { HRESULT hr_ = (e); if (hr_ != (HRESULT)(want)) { \
-    fprintf(stderr, "%s:%d: %s = %08x\n", __FILE__, __LINE__, #e, (unsigned)hr_); exit(1); } } while (0)
 
 static const int kMessages = 3;
 
@@ -239,31 +233,7 @@ int __cdecl _tmain(int argc, TCHAR *argv[])
 {
     (void)argc;
     (void)argv;
-    WSADATA wsa;
-    CHECK(WSAStartup(MAKEWORD(2, 2), &wsa) == 0);
-    CHECK_HR(NdStartup(), ND_SUCCESS);
-    sockaddr_in addr;
-    INT alen = sizeof(addr);
-    WCHAR lo[] = L"127.0.0.1";
-    CHECK(WSAStringToAddress(lo, AF_INET, nullptr, reinterpret_cast<sockaddr *>(&addr), &alen) == 0);
-
-    int pipefd[2];
-    CHECK(pipe(pipefd) == 0);
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        close(pipefd[0]);
-        server(addr, pipefd[1]);
-        _exit(0);
-    }
-    close(pipefd[1]);
-    CHECK(read(pipefd[0], &addr.sin_port, sizeof(addr.sin_port)) == sizeof(addr.sin_port));
-    client(addr, pipefd[0]);
-    int status;
-    CHECK(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CHECK_HR(NdCleanup(), ND_SUCCESS);
+    spi_run_pair(server, client);
     wprintf(L"%s: SRQ, reject, addresses, CQ resize and cancel ok\n", L"test_spi_srq_cm");
     return 0;
 }
