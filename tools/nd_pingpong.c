@@ -77,9 +77,10 @@ static void run_size(struct tool_ep *e, const struct tool_opts *o, uint32_t size
     }
 }
 
+static nd_result last_receive;  /* the newest receive await_kind counted */
+
 /* Until a Send's (@want_send) or a receive's completion is in; completions of the other
  * kind that come first are counted for later, as ndpingpong's flags keep them. */
-static nd_result last_receive;  /* the newest receive await_kind counted */
 
 static void await_kind(struct tool_ep *e, uint32_t *sends, uint32_t *recvs, bool want_send)
 {
