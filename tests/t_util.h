@@ -6,9 +6,11 @@
 #include <netdirect/netdirect.h>
 
 #include <arpa/inet.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,31 @@ static inline nd_adapter *t_open_loopback(void)
 
     CHECK_ST(nd_open_adapter_by_address((struct sockaddr *)&lo, sizeof(lo), &a), ND_SUCCESS);
     return a;
+}
+
+/*
+ * A hang becomes a failure that says where: after @seconds this process prints @what and
+ * its stack to stderr and aborts. ctest's own timeout would only say "Timeout". Call it in
+ * each process (a pending alarm does not survive fork); 0 cancels.
+ */
+static const char *t_watchdog_what;
+
+static inline void t_watchdog_fire(int sig)
+{
+    void *frames[32];
+    int n = backtrace(frames, 32);
+
+    (void)sig;
+    fprintf(stderr, "watchdog: pid %d still in \"%s\"\n", (int)getpid(), t_watchdog_what);
+    backtrace_symbols_fd(frames, n, 2);
+    abort();
+}
+
+static inline void t_watchdog(unsigned seconds, const char *what)
+{
+    t_watchdog_what = what;
+    signal(SIGALRM, t_watchdog_fire);
+    alarm(seconds);
 }
 
 #endif

@@ -36,6 +36,7 @@ static void server(int port_pipe)
     static uint8_t ro_buf[4 << 20];
     uint16_t port;
 
+    t_watchdog(45, names[scen]);
     t_side_open(&s, 1 << 16, 8, 2);
     CHECK_ST(nd_adapter_create_memory_region(s.a, s.port, &ro), ND_SUCCESS);
     CHECK_ST(nd_mr_register(ro, ro_buf, sizeof(ro_buf), ND_MR_FLAG_ALLOW_REMOTE_READ, &ov), ND_SUCCESS);
@@ -75,6 +76,7 @@ static void client(uint16_t port)
     nd_overlapped ov = { 0 };
     nd_sge sge = { NULL, 16, 0 };
 
+    t_watchdog(45, names[scen]);
     t_side_open(&s, scen == WRITE_VIOLATION_4M ? 4 << 20 : 1 << 16, 8, 2);
     sge = (nd_sge){ s.buf, 16, s.token };
     t_connect(&s, port, &h, &hl);
