@@ -120,15 +120,19 @@ run_pair() {   # label, program, port, server args, client args (each one quoted
 }
 
 # ndconn's client waits 5 s for its server, then connects for 60 s; the server stops after
-# 65 s. Started the other way round the client would outlast the server (the SDK's timing
-# assumes both start together).
+# 65 s and then takes no more connections. A connect the server refuses leaves the client's
+# QP waiting for its posted receive, which the program never reaps, so the client waits for
+# ever: the client must end before the server. Started together they end within a few ms of
+# each other (the client lost that race across namespaces), so the server starts 2 s after
+# the client (of its 5 s wait): the program's own timing gives nothing to synchronise on.
 run_ndconn() {
     skip ndconn && return
     slog=$bin/run-$mode-ndconn.server.log clog=$bin/run-$mode-ndconn.client.log
     t0=$(date +%s.%N)
-    $cli env ND_TRANSPORT=$transport timeout 300 "$bin/ndconn" -c "$addr:24321" > "$clog" 2>&1 &
+    $cli env ND_TRANSPORT=$transport timeout 300 stdbuf -oL "$bin/ndconn" -c "$addr:24321" > "$clog" 2>&1 &
     cpid=$!
-    $srv env ND_TRANSPORT=$transport timeout 300 "$bin/ndconn" -s "$addr:24321" > "$slog" 2>&1
+    sleep 2
+    $srv env ND_TRANSPORT=$transport timeout 300 stdbuf -oL "$bin/ndconn" -s "$addr:24321" > "$slog" 2>&1
     src=$?
     wait "$cpid"
     report_pair ndconn "$src" $?
