@@ -108,12 +108,27 @@ int main(void)
 
     /* A window closed while bound (its QP gone) is invalidated: access ends, the region is free. */
     CHECK_ST(nd_adapter_create_memory_window(a, &mw), ND_SUCCESS);
-    CHECK_ST(nd_mw_bind_to(mw, mr, buf, 64, ND_ACCESS_REMOTE_READ), ND_SUCCESS);
+    CHECK_ST(nd_mw_bind_to(mw, mr, buf, 64, ND_ACCESS_REMOTE_READ, ND_KEY_NEXT, false), ND_SUCCESS);
     wtoken = nd_mw_get_remote_token(mw);
     CHECK_ST(check(a, wtoken, buf, 64, ND_ACCESS_REMOTE_READ), ND_SUCCESS);
     CHECK_ST(nd_mr_deregister(mr, &ov), ND_DEVICE_BUSY);
     CHECK_ST(nd_mw_close(mw), ND_SUCCESS);
     CHECK_ST(check(a, wtoken, buf, 64, ND_ACCESS_REMOTE_READ), ND_ACCESS_VIOLATION);
+
+    /* Verbs' binds: the caller's key byte names the binding; a bound window rebinds only
+     * when told to replace, and then the earlier token stops working. */
+    CHECK_ST(nd_adapter_create_memory_window(a, &mw), ND_SUCCESS);
+    CHECK_ST(nd_mw_bind_to(mw, mr, buf, 64, ND_ACCESS_REMOTE_READ, ND_KEY_GIVEN | 0x42, false), ND_SUCCESS);
+    wtoken = nd_mw_get_remote_token(mw);
+    CHECK((wtoken & 0xff) == 0x42);
+    CHECK_ST(check(a, wtoken, buf, 64, ND_ACCESS_REMOTE_READ), ND_SUCCESS);
+    CHECK_ST(nd_mw_bind_to(mw, mr, buf, 32, ND_ACCESS_REMOTE_READ, ND_KEY_GIVEN | 0x43, false),
+             ND_INVALID_DEVICE_REQUEST);
+    CHECK_ST(nd_mw_bind_to(mw, mr, buf + 64, 32, ND_ACCESS_REMOTE_READ, ND_KEY_GIVEN | 0x43, true), ND_SUCCESS);
+    CHECK(nd_mw_get_remote_token(mw) == ((wtoken & ~0xffu) | 0x43));
+    CHECK_ST(check(a, wtoken, buf, 64, ND_ACCESS_REMOTE_READ), ND_ACCESS_VIOLATION);
+    CHECK_ST(check(a, nd_mw_get_remote_token(mw), buf + 64, 32, ND_ACCESS_REMOTE_READ), ND_SUCCESS);
+    CHECK_ST(nd_mw_close(mw), ND_SUCCESS);
 
     CHECK_ST(nd_mr_close(mr), ND_SUCCESS);
     CHECK_ST(nd_mr_close(mr2), ND_SUCCESS);

@@ -103,7 +103,7 @@ ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t
         if (st == ND_SUCCESS) {
             nd_share_claim((uintptr_t)buf, len, &mr->share);
             mr->token = nd_mtab_publish(mr->adapter, mr->index, (uintptr_t)buf, len,
-                                        flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM, &mr->share);
+                                        flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM, &mr->share, ND_KEY_NEXT);
             mr->registered = true;
             mr->addr = (uintptr_t)buf;
             mr->len = len;
@@ -288,11 +288,20 @@ static void forget_binding(struct nd_mw *mw)
 }
 
 /* Bind @mw to [buf, buf+len) inside @mr with remote @access; the new token is valid at once. */
-nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access)
+nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access, uint32_t key,
+                        bool replace)
 {
     nd_status st = ND_SUCCESS;
     uint32_t rights;
 
+    if (replace && mw->bound_to) {
+        struct nd_mr *old = mw->bound_to;
+
+        /* The window's requests run in order on one QP: nothing else rebinds it meanwhile. */
+        pthread_mutex_lock(&old->lock);
+        nd_mw_invalidate(mw);
+        pthread_mutex_unlock(&old->lock);
+    }
     pthread_mutex_lock(&mr->lock);
     rights = mr->registered ? mr->adapter->mtab[mr->index].access : 0;
     if (mw->bound_to && remotely_invalidated(mw))
@@ -305,7 +314,7 @@ nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint3
         st = ND_ACCESS_VIOLATION;
     if (st == ND_SUCCESS) {
         /* A window inside shareable memory is shareable: the region cannot go while bound. */
-        mw->token = nd_mtab_publish(mw->adapter, mw->index, (uintptr_t)buf, len, access, &mr->share);
+        mw->token = nd_mtab_publish(mw->adapter, mw->index, (uintptr_t)buf, len, access, &mr->share, key);
         mw->bound_to = mr;
         atomic_fetch_add(&mr->bound_windows, 1);
     }

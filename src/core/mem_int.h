@@ -51,9 +51,12 @@ void nd_mtab_destroy(struct nd_adapter *a);
 nd_status nd_mtab_alloc(struct nd_adapter *a, enum nd_mtab_kind kind, uint32_t *index);
 void nd_mtab_free(struct nd_adapter *a, uint32_t index);
 /* Make entry @index valid with a new key; returns the token. Adapter lock not needed.
- * @share (NULL, or ino 0: not shareable) says where peers can map the memory. */
+ * @share (NULL, or ino 0: not shareable) says where peers can map the memory. @key:
+ * ND_KEY_NEXT, or ND_KEY_GIVEN | the key byte the caller chose (verbs' ibv_inc_rkey). */
+#define ND_KEY_NEXT 0u
+#define ND_KEY_GIVEN 0x100u
 uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, uint64_t len,
-                         uint32_t access, const struct nd_mtab_share *share);
+                         uint32_t access, const struct nd_mtab_share *share, uint32_t key);
 void nd_mtab_revoke(struct nd_adapter *a, uint32_t index);
 /* A peer's Send with Invalidate names @token: revoke it if it is a bound window's current
  * token (RFC 5040 §6.10; regions cannot be invalidated so). The window's object learns it
@@ -133,7 +136,10 @@ void nd_huge_withdraw(struct nd_adapter *a, const void *owner);
 void nd_huge_stop(struct nd_adapter *a);
 
 /* Memory windows, bound and invalidated by queue pairs (mem.c). */
-nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access);
+/* @key as nd_mtab_publish's; @replace: a bound window is invalidated first (verbs' type 1
+ * windows rebind so), else binding a bound window fails. */
+nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access, uint32_t key,
+                        bool replace);
 nd_status nd_mw_invalidate(nd_mw *mw);
 /* Could @mr grant @access over [buf, buf+len)? ND_SUCCESS or ND_ACCESS_VIOLATION. */
 nd_status nd_mw_bind_check(nd_mr *mr, const void *buf, size_t len, uint32_t access);

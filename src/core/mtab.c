@@ -71,13 +71,17 @@ static void entry_write_end(struct nd_adapter *a, struct nd_mtab_entry *e)
 /* Entries have two kinds of writer: their object (register, bind, invalidate, free) and a
  * peer's Send with Invalidate (a transport's thread); the adapter lock orders them. */
 uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, uint64_t len,
-                         uint32_t access, const struct nd_mtab_share *share)
+                         uint32_t access, const struct nd_mtab_share *share, uint32_t key)
 {
     struct nd_mtab_entry *e = &a->mtab[index];
     uint32_t token;
 
     pthread_mutex_lock(&a->lock);
-    token = index << 8 | ++a->mtab_key[index];
+    if (key & ND_KEY_GIVEN)
+        a->mtab_key[index] = (uint8_t)key;
+    else
+        ++a->mtab_key[index];
+    token = index << 8 | a->mtab_key[index];
     entry_write_begin(a, e);
     __atomic_store_n(&e->addr, addr, __ATOMIC_RELAXED);
     __atomic_store_n(&e->length, len, __ATOMIC_RELAXED);

@@ -99,6 +99,8 @@ struct nd_wr {
     const void *bind_buf;
     size_t bind_len;
     uint32_t access;
+    uint16_t bind_key;              /* ND_KEY_NEXT or ND_KEY_GIVEN | key */
+    bool bind_replace;
 };
 
 struct nd_sq_slot {
@@ -195,6 +197,10 @@ void nd_qp_ref(struct nd_qp *qp);
 void nd_qp_unref(struct nd_qp *qp);
 /* The peer of a connected QP has gone (QP lock held): tell the connector, once. */
 void nd_qp_peer_left(struct nd_qp *qp);
+/* nd_qp_bind for verbs: @key is ND_KEY_NEXT or ND_KEY_GIVEN | the rkey's key byte, and
+ * @replace rebinds a bound window (type 1) where ND refuses. */
+nd_status nd_qp_bind_keyed(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
+                           uint32_t flags, uint16_t key, bool replace);
 /* Does the inbound ring hold completions no poll has taken yet? (the QP stays open) */
 bool nd_qp_inbound_pending(struct nd_qp *qp);
 /* Link the QP to its connector's socket (@sock) or port source (@k), or unlink it (-1, NULL). */

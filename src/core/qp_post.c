@@ -221,15 +221,15 @@ out:
 nd_status nd_qp_local_op(struct nd_qp *qp, const struct nd_wr *wr)
 {
     if (wr->type == ND_REQUEST_TYPE_BIND)
-        return nd_mw_bind_to(wr->mw, wr->mr, wr->bind_buf, wr->bind_len, wr->access);
+        return nd_mw_bind_to(wr->mw, wr->mr, wr->bind_buf, wr->bind_len, wr->access, wr->bind_key, wr->bind_replace);
     return nd_mw_invalidate(wr->mw);
 }
 
-ND_API nd_status nd_qp_bind(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
-                            uint32_t flags)
+nd_status nd_qp_bind_keyed(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
+                           uint32_t flags, uint16_t key, bool replace)
 {
     struct nd_wr wr = { .type = ND_REQUEST_TYPE_BIND, .flags = flags, .mr = mr, .mw = mw,
-                        .bind_buf = buf, .bind_len = len };
+                        .bind_buf = buf, .bind_len = len, .bind_key = key, .bind_replace = replace };
 
     if (!nd_qp_valid(qp))
         return ND_INVALID_HANDLE;
@@ -247,6 +247,12 @@ ND_API nd_status nd_qp_bind(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const vo
     if (nd_mw_bind_check(mr, buf, len, wr.access) != ND_SUCCESS)
         return ND_ACCESS_VIOLATION;
     return post_initiator(qp, &wr, ctx);
+}
+
+ND_API nd_status nd_qp_bind(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
+                            uint32_t flags)
+{
+    return nd_qp_bind_keyed(qp, ctx, mr, mw, buf, len, flags, ND_KEY_NEXT, false);
 }
 
 ND_API nd_status nd_qp_invalidate(nd_qp *qp, void *ctx, nd_mw *mw, uint32_t flags)

@@ -312,9 +312,10 @@ CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
 
     if (!cid || !id->conn || !cid->qp)
         return cm_fail(EINVAL);     /* resolve first; an iWARP-style connection needs its QP */
-    /* The core clamps both to the device's limits (max_qp_rd_atom). */
-    id->ird = p ? p->responder_resources : 0;
-    id->ord = p ? p->initiator_depth : 0;
+    /* The core clamps both to the device's limits (max_qp_rd_atom). No parameters ask for
+     * the device's limits, as in rdma-core (RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH). */
+    id->ird = p ? p->responder_resources : RDMA_MAX_RESP_RES;
+    id->ord = p ? p->initiator_depth : RDMA_MAX_INIT_DEPTH;
     cm_op_begin(id, CM_OP_CONNECT);
     st = dial(id, p);
     if (st == ND_CONNECTION_REFUSED) {

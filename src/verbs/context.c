@@ -52,6 +52,7 @@ VB_API struct ibv_context *ibv_open_device(struct ibv_device *device)
     c->dev = (struct vb_device *)device;
     c->async_pipe[0] = c->async_pipe[1] = -1;
     pthread_mutex_init(&c->event_lock, NULL);
+    pthread_mutex_init(&c->mw_lock, NULL);
     st = nd_adapter_create(0, &c->adapter);
     if (st == ND_SUCCESS)
         st = nd_port_create(&c->port);
@@ -63,6 +64,7 @@ VB_API struct ibv_context *ibv_open_device(struct ibv_device *device)
         if (c->adapter)
             nd_adapter_close(c->adapter);
         pthread_mutex_destroy(&c->event_lock);
+        pthread_mutex_destroy(&c->mw_lock);
         free(c);
         errno = e;
         return NULL;
@@ -88,6 +90,7 @@ VB_API int ibv_close_device(struct ibv_context *ctx)
 
     vb_event_thread_stop(c);
     pthread_mutex_destroy(&c->event_lock);
+    pthread_mutex_destroy(&c->mw_lock);
     nd_port_close(c->port);
     nd_adapter_close(c->adapter);
     close(c->async_pipe[0]);

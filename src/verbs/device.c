@@ -157,7 +157,8 @@ void vb_device_attr(const struct vb_device *d, struct ibv_device_attr *attr)
     attr->vendor_part_id = l->device_id;
     attr->max_qp = 16384;
     attr->max_qp_wr = (int)l->max_initiator_queue_depth;
-    attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_SRQ_RESIZE;
+    attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+                              IBV_DEVICE_SRQ_RESIZE;
     attr->max_sge = (int)l->max_initiator_sge;
     attr->max_sge_rd = (int)l->max_read_sge;
     attr->max_cq = ND_MAX_CQS_PER_ADAPTER;

@@ -59,6 +59,9 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
             memset(w, 0, sizeof(*w));
             w->wr_id = (uint64_t)(uintptr_t)r[i].request_context;
             w->status = wc_status(r[i].status);
+            if (r[i].request_type == ND_REQUEST_TYPE_BIND && w->status != IBV_WC_SUCCESS &&
+                w->status != IBV_WC_WR_FLUSH_ERR)
+                w->status = IBV_WC_MW_BIND_ERR;
             w->opcode = wc_opcode(r[i].request_type);
             w->byte_len = r[i].bytes_transferred;
             if (qp)
@@ -72,28 +75,6 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
     return done;
 }
 
-static struct ibv_mw *alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
-{
-    (void)pd;
-    (void)type;
-    errno = EOPNOTSUPP;
-    return NULL;
-}
-
-static int dealloc_mw(struct ibv_mw *mw)
-{
-    (void)mw;
-    return EOPNOTSUPP;
-}
-
-static int bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
-{
-    (void)qp;
-    (void)mw;
-    (void)bind;
-    return EOPNOTSUPP;
-}
-
 void vb_ops_fill(struct ibv_context_ops *ops)
 {
     memset(ops, 0, sizeof(*ops));
@@ -102,7 +83,7 @@ void vb_ops_fill(struct ibv_context_ops *ops)
     ops->post_send = vb_post_send;
     ops->post_recv = vb_post_recv;
     ops->post_srq_recv = vb_post_srq_recv;
-    ops->alloc_mw = alloc_mw;
-    ops->dealloc_mw = dealloc_mw;
-    ops->bind_mw = bind_mw;
+    ops->alloc_mw = vb_alloc_mw;
+    ops->dealloc_mw = vb_dealloc_mw;
+    ops->bind_mw = vb_bind_mw;
 }

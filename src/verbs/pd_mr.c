@@ -102,6 +102,7 @@ VB_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len
     m->mr.length = length;
     m->mr.lkey = nd_mr_get_local_token(m->core);
     m->mr.rkey = nd_mr_get_remote_token(m->core);
+    m->mw_bind = access & IBV_ACCESS_MW_BIND;
     return &m->mr;
 }
 

@@ -241,9 +241,20 @@ int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
         case IBV_WR_RDMA_READ:
             st = nd_qp_read(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey, (uint32_t)flags);
             break;
+        case IBV_WR_BIND_MW:
+        case IBV_WR_LOCAL_INV: {
+            int err = wr->opcode == IBV_WR_BIND_MW ? vb_post_bind(q->core, wr, (uint32_t)flags)
+                      : vb_post_local_inv(vb_ctx(qp->context), q->core, wr, (uint32_t)flags);
+
+            if (err) {
+                *bad = wr;
+                return err;
+            }
+            continue;
+        }
         default:
             *bad = wr;
-            return EINVAL;          /* immediate data, atomics, UD, binds: not carried */
+            return EINVAL;          /* immediate data, atomics, UD, send with invalidate: not carried */
         }
         if (st != ND_SUCCESS) {
             *bad = wr;

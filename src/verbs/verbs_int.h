@@ -45,6 +45,9 @@ struct vb_context {
     pthread_t event_thread;
     bool event_started;
     nd_overlapped stop_ov;
+    /* Memory windows, found by rkey for IBV_WR_LOCAL_INV (mw_lock). */
+    pthread_mutex_t mw_lock;
+    struct vb_mw *windows;
 };
 
 struct vb_pd {
@@ -54,6 +57,16 @@ struct vb_pd {
 struct vb_mr {
     struct ibv_mr mr;
     struct nd_mr *core;
+    bool mw_bind;                   /* registered with IBV_ACCESS_MW_BIND */
+};
+
+/* A window's rkey is the core's token: its slot << 8 | a key byte, which type 2 binds take
+ * from the caller (ibv_inc_rkey) and type 1 binds advance. */
+struct vb_mw {
+    struct ibv_mw mw;
+    nd_mw *core;
+    uint32_t slot;                  /* rkey >> 8, fixed for the window's life */
+    struct vb_mw *next;             /* in the context's list (mw_lock) */
 };
 
 struct vb_cq {
@@ -99,6 +112,12 @@ uint32_t vb_port_mtu(void);         /* the largest interface MTU, as an IBV_MTU_
 void vb_device_attr(const struct vb_device *d, struct ibv_device_attr *attr);
 int vb_errno(nd_status st);         /* the errno a core status means */
 void vb_ops_fill(struct ibv_context_ops *ops);
+struct ibv_mw *vb_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int vb_dealloc_mw(struct ibv_mw *mw);
+int vb_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
+/* IBV_WR_BIND_MW and IBV_WR_LOCAL_INV of ibv_post_send: 0 or an errno. */
+int vb_post_bind(nd_qp *qp, const struct ibv_send_wr *wr, uint32_t flags);
+int vb_post_local_inv(struct vb_context *c, nd_qp *qp, const struct ibv_send_wr *wr, uint32_t flags);
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 void vb_cq_bury(struct ibv_cq *cq, struct vb_qp *q, int slot);
