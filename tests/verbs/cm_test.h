@@ -35,6 +35,24 @@ static inline void cm_resolve(struct rdma_event_channel *ch, struct rdma_cm_id *
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)) == 0);
 }
 
+/* A server's first steps: listen on @addr (its port written to @ready unless -1), take one
+ * connection request and return its id; the listener's id in @l. */
+static inline struct rdma_cm_id *cm_take_request(struct rdma_event_channel *ch, struct sockaddr_in *addr, int ready,
+                                                 struct rdma_cm_id **l)
+{
+    struct rdma_cm_event *ev;
+    struct rdma_cm_id *c;
+
+    CHECK(ch && rdma_create_id(ch, l, NULL, RDMA_PS_TCP) == 0);
+    CHECK(rdma_bind_addr(*l, (struct sockaddr *)addr) == 0 && rdma_listen(*l, 1) == 0);
+    if (ready >= 0)
+        CHECK(write(ready, &((struct sockaddr_in *)rdma_get_local_addr(*l))->sin_port, 2) == 2);
+    ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+    c = ev->id;
+    CHECK(rdma_ack_cm_event(ev) == 0);
+    return c;
+}
+
 /* Forks @server (it writes its port to the descriptor it is given, then serves) before this
  * process starts the library's threads, which a fork does not carry over; returns its pid
  * with @addr's port set to the one it listens on. */

@@ -47,17 +47,12 @@ static void late_server(struct sockaddr_in *addr, int go, int holder)
 {
     struct rdma_event_channel *ch;
     struct rdma_cm_id *l, *c;
-    struct rdma_cm_event *ev;
     char b;
 
     CHECK(read(go, &b, 1) == 1);
     close(holder);      /* the port is free now */
     ch = rdma_create_event_channel();
-    CHECK(ch && rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) == 0);
-    CHECK(rdma_bind_addr(l, (struct sockaddr *)addr) == 0 && rdma_listen(l, 1) == 0);
-    ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
-    c = ev->id;
-    CHECK(rdma_ack_cm_event(ev) == 0);
+    c = cm_take_request(ch, addr, -1, &l);
     struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
                                    .qp_type = IBV_QPT_RC };
     CHECK(rdma_create_qp(c, NULL, &qa) == 0 && rdma_accept(c, NULL) == 0);

@@ -34,16 +34,9 @@ static void server(struct sockaddr_in *addr, int ready)
 {
     struct rdma_event_channel *ch = rdma_create_event_channel();
     static char buf[4][8192];
-    struct rdma_cm_id *l, *c;
-    struct rdma_cm_event *ev;
+    struct rdma_cm_id *l, *c = cm_take_request(ch, addr, ready, &l);
     struct ibv_wc wc;
 
-    CHECK(ch && rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) == 0);
-    CHECK(rdma_bind_addr(l, (struct sockaddr *)addr) == 0 && rdma_listen(l, 1) == 0);
-    CHECK(write(ready, &((struct sockaddr_in *)rdma_get_local_addr(l))->sin_port, 2) == 2);
-    ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
-    c = ev->id;
-    CHECK(rdma_ack_cm_event(ev) == 0);
     struct ibv_pd *pd = ibv_alloc_pd(c->verbs);
     CHECK(pd);
     srq_attrs(pd);
