@@ -2,7 +2,7 @@
 /*
  * The context's event thread: started by the first ibv_req_notify_cq, it waits on the
  * context's port, where the core completes each armed CQ's notify request, and queues the
- * CQ's event on its channel. A program asleep in ibv_get_cq_event has nobody else to turn
+ * CQ's event on its channel; an SRQ's limit notify becomes an asynchronous event. A program asleep in ibv_get_cq_event has nobody else to turn
  * a completion into the event it waits for. No application code runs on it.
  */
 #include "verbs_int.h"
@@ -21,6 +21,10 @@ static void *event_main(void *arg)
         if (st != ND_SUCCESS || ov == &c->stop_ov)
             break;
         st = nd_get_overlapped_result(ov, 0);
+        if (ov->user_context == &vb_srq_limit_tag) {
+            vb_srq_limit_fired(vb_srq_of_limit(ov), st);
+            continue;
+        }
         vb_cq_notified((struct vb_cq *)((char *)ov - offsetof(struct vb_cq, notify_ov)), st);
     }
     return NULL;

@@ -2,19 +2,82 @@
 /*
  * Shared receive queues over the core's: receives posted to one SRQ are consumed by every
  * QP made with it, in posting order, and complete on the consuming QP's receive CQ with
- * that QP's number. The SRQ limit event (IBV_EVENT_SRQ_LIMIT_REACHED) is not raised: a
- * limit is refused with EOPNOTSUPP rather than armed and never reported.
+ * that QP's number. A limit set with ibv_modify_srq is the core's notify threshold with a
+ * notify request on the context's port: when fewer receives than the limit are posted, the
+ * event thread raises IBV_EVENT_SRQ_LIMIT_REACHED and the limit is disarmed (0), as verbs
+ * defines it. ibv_create_srq ignores srq_limit, as rdma-core's man page says.
  */
 #include "verbs_int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct vb_srq {
     struct ibv_srq srq;
     nd_srq *core;
     uint32_t max_wr, max_sge;       /* as granted */
+    nd_overlapped limit_ov;         /* the core's notify for the limit */
+    uint32_t limit;                 /* armed limit, 0 for none (srq.mutex) */
+    bool notify_pending;            /* limit_ov is with the core (srq.mutex) */
+    uint32_t events_reported;       /* limit events queued (srq.mutex) */
 };
+
+/* What tells the event thread that a completion is an SRQ limit's (limit_ov.user_context). */
+const char vb_srq_limit_tag = 's';
+
+struct vb_srq *vb_srq_of_limit(nd_overlapped *ov)
+{
+    return (struct vb_srq *)((char *)ov - offsetof(struct vb_srq, limit_ov));
+}
+
+/* The core's notify completed (the event thread, or at once when armed): @st ND_SUCCESS is
+ * the limit reached, ND_CANCELED the SRQ's destruction. A limit disarmed meanwhile is not
+ * reported. */
+void vb_srq_limit_fired(struct vb_srq *s, nd_status st)
+{
+    struct ibv_async_event ev = { .element.srq = &s->srq, .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
+    bool deliver;
+
+    pthread_mutex_lock(&s->srq.mutex);
+    s->notify_pending = false;
+    deliver = st == ND_SUCCESS && s->limit;
+    if (deliver) {
+        s->limit = 0;
+        s->events_reported++;
+    }
+    pthread_cond_broadcast(&s->srq.cond);
+    pthread_mutex_unlock(&s->srq.mutex);
+    if (deliver)
+        vb_async_push(vb_ctx(s->srq.context), &ev);
+}
+
+/* Arm @limit (srq.mutex held): the core's threshold, and a notify unless one is pending.
+ * Returns whether it fired at once (fewer posted already); 0 or an errno in @err. */
+static bool arm_limit(struct vb_srq *s, uint32_t limit, int *err)
+{
+    nd_status st = nd_srq_modify(s->core, 0, limit);
+
+    *err = 0;
+    if (st != ND_SUCCESS) {
+        *err = vb_errno(st);
+        return false;
+    }
+    s->limit = limit;
+    if (s->notify_pending)
+        return false;
+    *err = vb_event_thread_start(vb_ctx(s->srq.context));
+    if (*err)
+        return false;
+    memset(&s->limit_ov, 0, sizeof(s->limit_ov));
+    s->limit_ov.user_context = (void *)&vb_srq_limit_tag;
+    st = nd_srq_notify(s->core, &s->limit_ov);
+    s->notify_pending = st == ND_PENDING;
+    if (st != ND_PENDING && st != ND_SUCCESS)
+        *err = vb_errno(st);
+    return st == ND_SUCCESS;
+}
 
 nd_srq *vb_srq_core(struct ibv_srq *srq)
 {
@@ -31,10 +94,6 @@ VB_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_att
     if (!pd || !attr || !attr->attr.max_wr || attr->attr.max_wr > nd_limits.max_shared_receive_queue_depth ||
         attr->attr.max_sge > nd_limits.max_receive_sge) {
         errno = EINVAL;
-        return NULL;
-    }
-    if (attr->attr.srq_limit) {
-        errno = EOPNOTSUPP;
         return NULL;
     }
     c = vb_ctx(pd->context);
@@ -68,16 +127,30 @@ VB_API int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int ma
 
     if (!srq || !attr || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
         return EINVAL;
-    if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit)
-        return EOPNOTSUPP;
-    if (!(mask & IBV_SRQ_MAX_WR))
-        return 0;
-    if (!attr->max_wr || attr->max_wr > nd_limits.max_shared_receive_queue_depth)
+    if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > s->max_wr)
         return EINVAL;
-    st = nd_srq_modify(s->core, attr->max_wr, 0);
-    if (st != ND_SUCCESS)
-        return vb_errno(st);
-    s->max_wr = attr->max_wr;
+    if (mask & IBV_SRQ_MAX_WR) {
+        if (!attr->max_wr || attr->max_wr > nd_limits.max_shared_receive_queue_depth)
+            return EINVAL;
+        st = nd_srq_modify(s->core, attr->max_wr, 0);
+        if (st != ND_SUCCESS)
+            return vb_errno(st);
+        s->max_wr = attr->max_wr;
+    }
+    if (mask & IBV_SRQ_LIMIT) {
+        int err = 0;
+        bool fired = false;
+
+        pthread_mutex_lock(&srq->mutex);
+        if (attr->srq_limit)
+            fired = arm_limit(s, attr->srq_limit, &err);
+        else
+            s->limit = 0;           /* a pending notify is then dropped when it fires */
+        pthread_mutex_unlock(&srq->mutex);
+        if (fired)
+            vb_srq_limit_fired(s, ND_SUCCESS);
+        return err;
+    }
     return 0;
 }
 
@@ -89,7 +162,9 @@ VB_API int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
         return EINVAL;
     attr->max_wr = s->max_wr;
     attr->max_sge = s->max_sge;
-    attr->srq_limit = 0;
+    pthread_mutex_lock(&srq->mutex);
+    attr->srq_limit = s->limit;
+    pthread_mutex_unlock(&srq->mutex);
     return 0;
 }
 
@@ -100,9 +175,18 @@ VB_API int ibv_destroy_srq(struct ibv_srq *srq)
 
     if (!srq)
         return EINVAL;
+    pthread_mutex_lock(&srq->mutex);
+    while (srq->events_completed != s->events_reported)
+        pthread_cond_wait(&srq->cond, &srq->mutex);
+    pthread_mutex_unlock(&srq->mutex);
     st = nd_srq_close(s->core);
     if (st != ND_SUCCESS)
         return st == ND_DEVICE_BUSY ? EBUSY : vb_errno(st);
+    /* The close cancelled a pending notify: the event thread still has to take it. */
+    pthread_mutex_lock(&srq->mutex);
+    while (s->notify_pending)
+        pthread_cond_wait(&srq->cond, &srq->mutex);
+    pthread_mutex_unlock(&srq->mutex);
     pthread_cond_destroy(&s->srq.cond);
     pthread_mutex_destroy(&s->srq.mutex);
     free(s);

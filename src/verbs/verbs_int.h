@@ -34,7 +34,7 @@ struct vb_device {
 struct vb_context {
     struct verbs_context vctx;      /* its ibv_context is what applications hold */
     struct vb_device *dev;
-    int async_pipe[2];              /* async_fd: valid, never readable (no async events) */
+    int async_pipe[2];              /* async_fd: whole struct ibv_async_event records */
     /* The core's adapter on every interface, and a port for its overlapped requests. Every
      * PD of the context shares its token table for now: a PD does not yet fence its
      * memory off from another PD's QPs. */
@@ -127,6 +127,12 @@ nd_srq *vb_srq_core(struct ibv_srq *srq);
 int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void vb_cq_notified(struct vb_cq *cq, nd_status st);
 int vb_event_thread_start(struct vb_context *c);   /* 0 or an errno */
+/* Queue an asynchronous event for ibv_get_async_event (the context's async_fd). */
+void vb_async_push(struct vb_context *c, const struct ibv_async_event *ev);
+struct vb_srq;
+extern const char vb_srq_limit_tag;
+struct vb_srq *vb_srq_of_limit(nd_overlapped *ov);
+void vb_srq_limit_fired(struct vb_srq *s, nd_status st);
 void vb_event_thread_stop(struct vb_context *c);
 
 #endif

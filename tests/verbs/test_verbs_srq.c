@@ -4,13 +4,16 @@
  * on it through rdma_create_qp, posts four receives to the SRQ and accepts; the client sends
  * three messages. They complete on the server in posting order, on the QP's receive CQ with
  * its qp_num and their lengths. The QP itself takes no receives; the SRQ cannot be destroyed
- * while the QP uses it; a limit (unsupported) and a depth over max_srq_wr are refused. On the
- * client, a destroyed QP's flushed receive is not reported by its CQ afterwards.
+ * while the QP uses it; a depth over max_srq_wr is refused, a limit at creation ignored. A
+ * limit of 3 set on the four posted receives raises IBV_EVENT_SRQ_LIMIT_REACHED on the
+ * context's async_fd once two are consumed, and is disarmed then. On the client, a
+ * destroyed QP's flushed receive is not reported by its CQ afterwards.
  * Runs on the transport ND_TRANSPORT picks.
  */
 #include "cm_test.h"
 
 #include <arpa/inet.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,10 +24,29 @@ static void srq_attrs(struct ibv_pd *pd)
 {
     struct ibv_device_attr da;
     struct ibv_srq_init_attr bad = { .attr = { .max_wr = 4, .max_sge = 1, .srq_limit = 2 } };
+    struct ibv_srq_attr q;
+    struct ibv_srq *s;
 
     CHECK(ibv_query_device(pd->context, &da) == 0 && da.max_srq > 0);
-    errno = 0;
-    CHECK(!ibv_create_srq(pd, &bad) && errno == EOPNOTSUPP);
+    s = ibv_create_srq(pd, &bad);
+    CHECK(s && ibv_query_srq(s, &q) == 0 && q.srq_limit == 0 && ibv_destroy_srq(s) == 0);
+    /* A limit armed above what is posted fires at once; one still armed when the SRQ goes
+     * is cancelled, never reported. */
+    static char rb[64];
+    struct ibv_mr *mr = ibv_reg_mr(pd, rb, sizeof(rb), IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_sge sge = { (uintptr_t)rb, sizeof(rb), mr ? mr->lkey : 0 };
+    struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *rbad;
+    struct ibv_async_event aev;
+    struct ibv_srq_attr lim = { .srq_limit = 1 };
+    struct pollfd pfd = { .fd = pd->context->async_fd, .events = POLLIN };
+    s = ibv_create_srq(pd, &bad);
+    CHECK(mr && s && ibv_modify_srq(s, &lim, IBV_SRQ_LIMIT) == 0);
+    CHECK(poll(&pfd, 1, 5000) == 1 && ibv_get_async_event(pd->context, &aev) == 0);
+    CHECK(aev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && aev.element.srq == s);
+    ibv_ack_async_event(&aev);
+    CHECK(ibv_post_srq_recv(s, &rw, &rbad) == 0 && ibv_post_srq_recv(s, &rw, &rbad) == 0);
+    CHECK(ibv_modify_srq(s, &lim, IBV_SRQ_LIMIT) == 0 && ibv_destroy_srq(s) == 0);
+    CHECK(poll(&pfd, 1, 0) == 0 && ibv_dereg_mr(mr) == 0);
     bad.attr.srq_limit = 0;
     bad.attr.max_wr = (uint32_t)da.max_srq_wr + 1;
     CHECK(!ibv_create_srq(pd, &bad) && errno == EINVAL);
@@ -59,6 +81,11 @@ static void server(struct sockaddr_in *addr, int ready)
     struct ibv_sge sge = { (uintptr_t)buf[0], 8, mr->lkey };
     struct ibv_recv_wr own = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
     CHECK(ibv_post_recv(c->qp, &own, &bad) != 0 && bad == &own);      /* its receives are the SRQ's */
+    struct ibv_srq_attr lim = { .srq_limit = 9 };
+    CHECK(ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT) == EINVAL);          /* over max_wr */
+    lim.srq_limit = 3;
+    CHECK(ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT) == 0);
+    CHECK(ibv_query_srq(srq, &q) == 0 && q.srq_limit == 3);
     CHECK(rdma_accept(c, NULL) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
     for (int i = 0; i < 3; i++) {
@@ -67,6 +94,14 @@ static void server(struct sockaddr_in *addr, int ready)
         CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.wr_id == 100 + (uint64_t)i &&
               wc.byte_len == lens[i] && wc.qp_num == c->qp->qp_num && buf[i][0] == 'a' + i);
     }
+    /* Two of four consumed: fewer than 3 posted, the limit event is there (or comes). */
+    struct pollfd pfd = { .fd = c->verbs->async_fd, .events = POLLIN };
+    struct ibv_async_event aev;
+    CHECK(poll(&pfd, 1, 5000) == 1 && ibv_get_async_event(c->verbs, &aev) == 0);
+    CHECK(aev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && aev.element.srq == srq);
+    CHECK(ibv_query_srq(srq, &q) == 0 && q.srq_limit == 0);            /* disarmed */
+    ibv_ack_async_event(&aev);
+    CHECK(poll(&pfd, 1, 0) == 0);                                       /* reported once */
     CHECK(ibv_destroy_srq(srq) == EBUSY);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED)) == 0);
     rdma_destroy_qp(c);
