@@ -6,9 +6,18 @@
 #include "verbs_int.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #define VB_POLL_BATCH 32
+/*
+ * A thread that polls an empty CQ this many times in a row yields the CPU once. Programs
+ * spin on a CQ that stays empty for long stretches (perftest's server on its handshake
+ * CQ for a whole bandwidth run), and here the one moving their data may be a thread of
+ * ours (iwarp's engine, which then gets the CPU) or the peer process. A latency loop finds
+ * its completion within a few dozen polls, so it does not yield.
+ */
+#define VB_POLLS_BEFORE_YIELD 64
 
 static enum ibv_wc_status wc_status(nd_status st)
 {
@@ -71,6 +80,18 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
         done += kept;
         if (n < want)
             break;
+    }
+    /* Plain loads and stores (no locked add on the poll path): a count two pollers race on
+     * only delays or hastens one yield. */
+    if (done) {
+        if (__atomic_load_n(&q->empty_polls, __ATOMIC_RELAXED))
+            __atomic_store_n(&q->empty_polls, 0, __ATOMIC_RELAXED);
+    } else {
+        uint32_t n = __atomic_load_n(&q->empty_polls, __ATOMIC_RELAXED) + 1;
+
+        __atomic_store_n(&q->empty_polls, n < VB_POLLS_BEFORE_YIELD ? n : 0, __ATOMIC_RELAXED);
+        if (n >= VB_POLLS_BEFORE_YIELD)
+            sched_yield();
     }
     return done;
 }

@@ -77,6 +77,7 @@ struct vb_cq {
     bool dying;                     /* ibv_destroy_cq has begun (cq.mutex) */
     uint32_t events_delivered;      /* taken by ibv_get_cq_event (cq.mutex) */
     struct vb_qp *graves;           /* destroyed QPs this CQ may still name (cq.mutex) */
+    uint32_t empty_polls;           /* in a row (relaxed atomics: only a hint) */
 };
 
 struct vb_qp {
