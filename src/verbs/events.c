@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The context's event thread: started by the first ibv_req_notify_cq, it waits on the
- * context's port, where the core completes each armed CQ's notify request, and queues the
- * CQ's event on its channel; an SRQ's limit notify becomes an asynchronous event. A program asleep in ibv_get_cq_event has nobody else to turn
- * a completion into the event it waits for. No application code runs on it.
+ * The context's event thread: started by the first ibv_req_notify_cq or SRQ limit, it
+ * waits on the context's port, where the core completes each armed CQ's notify request,
+ * and queues the CQ's event on its channel; an SRQ's limit notify becomes an asynchronous
+ * event. A program asleep in ibv_get_cq_event has nobody else to turn a completion into
+ * the event it waits for. No application code runs on it.
  */
 #include "verbs_int.h"
 

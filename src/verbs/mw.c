@@ -150,5 +150,7 @@ int vb_post_local_inv(struct vb_context *c, nd_qp *qp, const struct ibv_send_wr 
     if (w && w->mw.type == IBV_MW_TYPE_2)
         st = nd_qp_invalidate(qp, (void *)(uintptr_t)wr->wr_id, w->core, flags & VB_LOCAL_OP_FLAGS);
     pthread_mutex_unlock(&c->mw_lock);
-    return st == ND_SUCCESS ? 0 : st == ND_INVALID_PARAMETER ? EINVAL : st == ND_NO_MORE_ENTRIES ? ENOMEM : vb_errno(st);
+    if (st == ND_SUCCESS)
+        return 0;
+    return st == ND_INVALID_PARAMETER ? EINVAL : st == ND_NO_MORE_ENTRIES ? ENOMEM : vb_errno(st);
 }
