@@ -11,13 +11,16 @@
 
 #define VB_POLL_BATCH 32
 /*
- * A thread that polls an empty CQ this many times in a row yields the CPU once. Programs
- * spin on a CQ that stays empty for long stretches (perftest's server on its handshake
- * CQ for a whole bandwidth run), and here the one moving their data may be a thread of
- * ours (iwarp's engine, which then gets the CPU) or the peer process. A latency loop finds
- * its completion within a few dozen polls, so it does not yield.
+ * A thread that keeps polling an empty CQ yields the CPU now and then. Programs spin on a
+ * CQ that stays empty for long stretches (perftest's server on its handshake CQ for a
+ * whole bandwidth run), and here the one moving their data may be a thread of ours
+ * (iwarp's engine, which then gets the CPU) or the peer process. The clock is read once
+ * every VB_POLL_CLOCK_EVERY empty polls, and a yield comes only after VB_YIELD_AFTER_NS of
+ * them: a latency loop (its completion within a microsecond or so on shm, a few dozen
+ * polls on iwarp) never pays for one.
  */
-#define VB_POLLS_BEFORE_YIELD 64
+#define VB_POLL_CLOCK_EVERY 64
+#define VB_YIELD_AFTER_NS 20000
 
 static enum ibv_wc_status wc_status(nd_status st)
 {
@@ -43,6 +46,31 @@ static enum ibv_wc_opcode wc_opcode(nd_request_type t)
     case ND_REQUEST_TYPE_INVALIDATE: return IBV_WC_LOCAL_INV;
     case ND_REQUEST_TYPE_READ: return IBV_WC_RDMA_READ;
     default: return IBV_WC_RDMA_WRITE;
+    }
+}
+
+/* Plain loads and stores (no locked add on the poll path): the count and the time that
+ * two pollers race on only delay or hasten one yield. */
+static inline void vb_cq_polled(struct vb_cq *q)
+{
+    if (__atomic_load_n(&q->empty_polls, __ATOMIC_RELAXED))
+        __atomic_store_n(&q->empty_polls, 0, __ATOMIC_RELAXED);
+}
+
+static void vb_cq_empty_poll(struct vb_cq *q)
+{
+    uint32_t n = __atomic_load_n(&q->empty_polls, __ATOMIC_RELAXED) + 1;
+    uint64_t now;
+
+    __atomic_store_n(&q->empty_polls, n, __ATOMIC_RELAXED);
+    if (n % VB_POLL_CLOCK_EVERY)
+        return;
+    now = nd_now_ns();
+    if (n == VB_POLL_CLOCK_EVERY) {
+        __atomic_store_n(&q->empty_since_ns, now, __ATOMIC_RELAXED);
+    } else if (now - __atomic_load_n(&q->empty_since_ns, __ATOMIC_RELAXED) >= VB_YIELD_AFTER_NS) {
+        __atomic_store_n(&q->empty_polls, 0, __ATOMIC_RELAXED);
+        sched_yield();
     }
 }
 
@@ -81,18 +109,10 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
         if (n < want)
             break;
     }
-    /* Plain loads and stores (no locked add on the poll path): a count two pollers race on
-     * only delays or hastens one yield. */
-    if (done) {
-        if (__atomic_load_n(&q->empty_polls, __ATOMIC_RELAXED))
-            __atomic_store_n(&q->empty_polls, 0, __ATOMIC_RELAXED);
-    } else {
-        uint32_t n = __atomic_load_n(&q->empty_polls, __ATOMIC_RELAXED) + 1;
-
-        __atomic_store_n(&q->empty_polls, n < VB_POLLS_BEFORE_YIELD ? n : 0, __ATOMIC_RELAXED);
-        if (n >= VB_POLLS_BEFORE_YIELD)
-            sched_yield();
-    }
+    if (done)
+        vb_cq_polled(q);
+    else
+        vb_cq_empty_poll(q);
     return done;
 }
 

@@ -78,6 +78,7 @@ struct vb_cq {
     uint32_t events_delivered;      /* taken by ibv_get_cq_event (cq.mutex) */
     struct vb_qp *graves;           /* destroyed QPs this CQ may still name (cq.mutex) */
     uint32_t empty_polls;           /* in a row (relaxed atomics: only a hint) */
+    uint64_t empty_since_ns;        /* when the row reached VB_POLL_CLOCK_EVERY */
 };
 
 struct vb_qp {
