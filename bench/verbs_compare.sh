@@ -16,7 +16,7 @@ set -u
 build=${1:-build}
 RUNS=${RUNS:-5}
 ITERS=100000
-BW_ITERS=2000
+BW_ITERS=10000   # 1 MiB each: long enough (0.5 s on shm) that one scheduling hiccup does not decide a run
 DEPTH=16
 PORT_BASE=29000
 . "$(dirname "$0")/lib.sh"
