@@ -35,6 +35,17 @@ static inline void cm_resolve(struct rdma_event_channel *ch, struct rdma_cm_id *
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED)) == 0);
 }
 
+/* A client's first steps: a new channel (in @ch) and id, resolved towards @dst. */
+static inline struct rdma_cm_id *cm_client_resolved(struct rdma_event_channel **ch, struct sockaddr_in *dst)
+{
+    struct rdma_cm_id *id;
+
+    *ch = rdma_create_event_channel();
+    CHECK(*ch && rdma_create_id(*ch, &id, NULL, RDMA_PS_TCP) == 0);
+    cm_resolve(*ch, id, dst);
+    return id;
+}
+
 /* A server's first steps: listen on @addr (its port written to @ready unless -1), take one
  * connection request and return its id; the listener's id in @l. */
 static inline struct rdma_cm_id *cm_take_request(struct rdma_event_channel *ch, struct sockaddr_in *addr, int ready,

@@ -124,9 +124,7 @@ int main(void)
     pid_t pid;
 
     pid = fork_server(server, &addr);
-    ch = rdma_create_event_channel();
-    CHECK(ch && rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
-    cm_resolve(ch, id, &addr);
+    id = cm_client_resolved(&ch, &addr);
     /* The client's own CQ: after the QP is destroyed, its flushed receives are not reported. */
     struct ibv_cq *ccq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
     CHECK(ccq);
