@@ -586,22 +586,26 @@ nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t dept
         goto err_fd;
     cq->arm = &a->arm_area[cq->arm_slot * (ND_CACHELINE / sizeof(uint32_t))];
     atomic_store(cq->arm, ND_ARM_WORD(0, ND_ARM_NONE));
-    st = nd_port_add_source(port, cq->signal_fd, cq, cq_on_signal, NULL, &cq->port_source);
-    if (st != ND_SUCCESS)
-        goto err_arm;
     nd_lock_init(&cq->lock);
     nd_ovobj_init(&cq->ov, port, &cq_ov_ops);
     cq->adapter = a;
     cq->depth = depth;
     cq->group = group;
     cq->affinity = affinity;
+    /* Last of the set-up: the port's thread may call cq_on_signal from here on, and it
+     * must find the CQ whole. */
+    st = nd_port_add_source(port, cq->signal_fd, cq, cq_on_signal, NULL, &cq->port_source);
+    if (st != ND_SUCCESS)
+        goto err_init;
     nd_adapter_ref(a);
     nd_port_ref(port);
     nd_mem_user_add(a, &cq->mem_user, &cq->lock, NULL);
     cq->magic = ND_MAGIC_CQ;
     *out = cq;
     return ND_SUCCESS;
-err_arm:
+err_init:
+    nd_ovobj_fini(&cq->ov);
+    nd_lock_destroy(&cq->lock);
     nd_adapter_arm_free(a, cq->arm_slot);
 err_fd:
     close(cq->signal_fd);
