@@ -175,6 +175,19 @@ static void server(const sockaddr_in &local, int pipe_wr)
     CHECK(srq->Release() == 0);
 }
 
+/* A new QP and connector, bound to @local, Connect to @dest with @pdata as private data;
+ * the Connect must end with @want. */
+static void dial(Side &p, const sockaddr_in &local, const sockaddr_in &dest, const char *pdata, HRESULT want,
+                 IND2QueuePair **qp, IND2Connector **c)
+{
+    CHECK_HR(p.adapter->CreateQueuePair(IID_IND2QueuePair, p.cq, p.cq, &p, 4, 4, 1, 1, 0,
+                                        reinterpret_cast<void **>(qp)), ND_SUCCESS);
+    CHECK_HR(p.adapter->CreateConnector(IID_IND2Connector, p.file, reinterpret_cast<void **>(c)), ND_SUCCESS);
+    CHECK_HR((*c)->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof(local)), ND_SUCCESS);
+    p.Wait(*c, (*c)->Connect(*qp, reinterpret_cast<const sockaddr *>(&dest), sizeof(dest), 0, 0, pdata,
+                             static_cast<ULONG>(strlen(pdata)), &p.ov), want);
+}
+
 static void client(const sockaddr_in &dest, int pipe_rd)
 {
     sockaddr_in local;
@@ -188,24 +201,14 @@ static void client(const sockaddr_in &dest, int pipe_rd)
     ULONG len;
 
     /* Refused: the Connect completes ND_CONNECTION_REFUSED, the reject's data readable. */
-    CHECK_HR(p.adapter->CreateQueuePair(IID_IND2QueuePair, p.cq, p.cq, &p, 4, 4, 1, 1, 0,
-                                        reinterpret_cast<void **>(&qp)), ND_SUCCESS);
-    CHECK_HR(p.adapter->CreateConnector(IID_IND2Connector, p.file, reinterpret_cast<void **>(&c)), ND_SUCCESS);
-    CHECK_HR(c->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof(local)), ND_SUCCESS);
-    p.Wait(c, c->Connect(qp, reinterpret_cast<const sockaddr *>(&dest), sizeof(dest), 0, 0, "first", 5, &p.ov),
-           ND_CONNECTION_REFUSED);
+    dial(p, local, dest, "first", ND_CONNECTION_REFUSED, &qp, &c);
     len = sizeof(pdata);
     CHECK_HR(c->GetPrivateData(pdata, &len), ND_SUCCESS);
     CHECK(len >= 2 && memcmp(pdata, "no", 2) == 0);
     CHECK(c->Release() == 0);
     CHECK(qp->Release() == 0);
 
-    CHECK_HR(p.adapter->CreateQueuePair(IID_IND2QueuePair, p.cq, p.cq, &p, 4, 4, 1, 1, 0,
-                                        reinterpret_cast<void **>(&qp)), ND_SUCCESS);
-    CHECK_HR(p.adapter->CreateConnector(IID_IND2Connector, p.file, reinterpret_cast<void **>(&c)), ND_SUCCESS);
-    CHECK_HR(c->Bind(reinterpret_cast<const sockaddr *>(&local), sizeof(local)), ND_SUCCESS);
-    p.Wait(c, c->Connect(qp, reinterpret_cast<const sockaddr *>(&dest), sizeof(dest), 0, 0, "second", 6, &p.ov),
-           ND_SUCCESS);
+    dial(p, local, dest, "second", ND_SUCCESS, &qp, &c);
     p.Wait(c, c->CompleteConnect(&p.ov), ND_SUCCESS);
     sockaddr_in mine, peer;
     len = sizeof(mine);
