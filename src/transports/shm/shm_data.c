@@ -718,6 +718,12 @@ static void shm_shutdown(struct nd_qp *qp, nd_status why)
 {
     struct shm_conn *c = conn_of(qp);
 
+    /* The peer's posts check these words: stored first, a request it posts from now on
+     * is flushed, however long the rest of this takes. */
+    atomic_store(&qp->ctl->term_status, why);
+    atomic_store(&qp->ctl->state, ND_WIRE_TERMINATED);
+    atomic_store(&c->pctl->term_status, why);
+    atomic_store(&c->pctl->state, ND_WIRE_TERMINATED);
     while (c->held_count) {
         struct nd_wr wr = c->held[c->held_head].wr;
 
@@ -725,10 +731,6 @@ static void shm_shutdown(struct nd_qp *qp, nd_status why)
         finish(qp, &wr, ND_CANCELED);
     }
     untime(qp, c);
-    atomic_store(&qp->ctl->term_status, why);
-    atomic_store(&qp->ctl->state, ND_WIRE_TERMINATED);
-    atomic_store(&c->pctl->term_status, why);
-    atomic_store(&c->pctl->state, ND_WIRE_TERMINATED);
     /* Wake the peer wherever it sleeps, so it flushes now. */
     poke(c->peer_rcq_fd);
     if (c->peer_icq_fd != c->peer_rcq_fd)  /* one CQ for both: one eventfd, one wake */
