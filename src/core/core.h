@@ -52,6 +52,20 @@ extern const nd_adapter_info nd_limits;
 #define ND_MTAB_ENTRY_BYTES 64
 #define ND_ADAPTER_REGION_BYTES (ND_ADAPTER_ARM_BYTES + (size_t)ND_MTAB_ENTRIES * ND_MTAB_ENTRY_BYTES)
 
+/*
+ * What a completion carries beyond nd_result, for a front end that reports it (verbs):
+ * immediate data and how the receive was consumed. ND has neither, so its polls never ask.
+ */
+struct nd_wc_ext {
+    uint32_t imm;                   /* as the sender gave it */
+    uint32_t flags;                 /* ND_WC_* */
+};
+#define ND_WC_IMM 0x1u              /* imm is valid */
+#define ND_WC_RDMA_IMM 0x2u         /* the receive was consumed by an RDMA Write with immediate */
+
+/* nd_cq_get_results, with @ext[i] filled for results[i] (zeroed first: most have none). */
+uint32_t nd_cq_get_results_ext(nd_cq *cq, nd_result *results, struct nd_wc_ext *ext, uint32_t max);
+
 /* ---- overlapped requests and completion ports (ov.c, port.c) ---- */
 
 struct nd_ovobj;

@@ -140,15 +140,19 @@ static uint32_t take_orphans(struct nd_cq *cq, nd_result *out, uint32_t max)
     return n;
 }
 
-ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
+/* Inlined into both callers: for ND's, @ext is a constant NULL and costs nothing. */
+static inline __attribute__((always_inline)) uint32_t get_results(struct nd_cq *cq, nd_result *results,
+                                                                  struct nd_wc_ext *ext, uint32_t max)
 {
     struct nd_ovbatch b;
     bool overran = false;
     uint32_t n = 0;
 
-    if (!cq || cq->magic != ND_MAGIC_CQ || !results)
-        return 0;
     nd_lock_acquire(&cq->lock);
+    if (ext) {
+        cq->ext = ext;
+        cq->ext_base = results;
+    }
     if (ND_UNLIKELY(cq->norphans))
         n = take_orphans(cq, results, max);
     /* A pending Notify(ERRORS) is owed an overrun as soon as one exists: count first.
@@ -184,12 +188,29 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
         cq_fail_locked(cq, ND_BUFFER_OVERFLOW, &b);
         overran = true;
     }
+    if (ext)
+        cq->ext = NULL;
     nd_lock_release(&cq->lock);
     if (ND_UNLIKELY(overran)) {
         nd_port_deliver(&b);
         poke_waiters(cq);
     }
     return n;
+}
+
+ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
+{
+    if (!cq || cq->magic != ND_MAGIC_CQ || !results)
+        return 0;
+    return get_results(cq, results, NULL, max);
+}
+
+uint32_t nd_cq_get_results_ext(nd_cq *cq, nd_result *results, struct nd_wc_ext *ext, uint32_t max)
+{
+    if (!cq || cq->magic != ND_MAGIC_CQ || !results || !ext)
+        return 0;
+    memset(ext, 0, max * sizeof(*ext));
+    return get_results(cq, results, ext, max);
 }
 
 /* Does @s hold an entry that GetResults has not returned and no notify has reported? */

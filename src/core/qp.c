@@ -144,11 +144,52 @@ static bool scatter(struct nd_qp *qp, uint32_t k, const uint8_t *src, uint32_t b
     return true;
 }
 
+/* Immediate data, for a poll that asked for it (verbs). */
+static void receive_ext(struct nd_qp *qp, const struct nd_cqe *e, const nd_result *r)
+{
+    struct nd_wc_ext *x = nd_cq_ext_of(qp->rcq, r);
+
+    if (!x)
+        return;
+    x->imm = nd_cqe_imm(e);
+    x->flags = ND_WC_IMM | (e->flags & ND_CQE_RDMA_IMM ? ND_WC_RDMA_IMM : 0);
+}
+
+/* The most a message may carry in the entry itself. */
+static uint32_t entry_data_max(const struct nd_cqe *e)
+{
+    return e->flags & ND_CQE_IMM ? ND_CQE_IMM_INLINE_MAX : ND_CQE_INLINE_MAX;
+}
+
 static void take_credits(struct nd_qp *qp, const struct nd_cqe *e)
 {
     /* Credits ride on every entry; a lying peer only hurts its own receive queue. */
     atomic_store_explicit(&qp->peer_posted, e->credit_posted, memory_order_relaxed);
     atomic_store_explicit(&qp->peer_consumed, e->credit_consumed, memory_order_relaxed);
+}
+
+/* A Write with immediate consumed SRQ slot e->wr_index: nothing is placed in it; the
+ * result reports the Write's length. */
+static enum nd_xlate srq_write_imm(struct nd_qp *qp, const struct nd_cqe *e, nd_result *r)
+{
+    struct nd_cqe empty = *e;
+    enum nd_xlate x;
+    bool overrun;
+
+    if (!(e->flags & ND_CQE_IMM) || (e->flags & (ND_CQE_INLINE | ND_CQE_INLINE_DATA)))
+        return ND_XLATE_BAD;
+    empty.bytes = 0;
+    x = nd_srq_complete(qp->srq, e->wr_index, &empty, NULL, r, &overrun);
+    if (x != ND_XLATE_OK)
+        return x;
+    r->bytes_transferred = r->status == ND_SUCCESS ? e->bytes : 0;
+    r->qp_context = qp->context;
+    r->request_type = ND_REQUEST_TYPE_RECEIVE;
+    receive_ext(qp, e, r);
+    take_credits(qp, e);
+    if (overrun)
+        nd_qp_fail(qp, r->status);
+    return ND_XLATE_OK;
 }
 
 /* A peer's completion for a receive it claimed from our SRQ (slot number in wr_index). */
@@ -160,8 +201,10 @@ static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, con
 
     if (e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != ND_SUCCESS && e->status != ND_DATA_OVERRUN))
         return ND_XLATE_BAD;
+    if (ND_UNLIKELY(e->flags & ND_CQE_RDMA_IMM))
+        return srq_write_imm(qp, e, r);
     if (e->flags & ND_CQE_INLINE_DATA) {
-        if (e->bytes > ND_CQE_INLINE_MAX)
+        if (e->bytes > entry_data_max(e))
             return ND_XLATE_BAD;
         data = e->data;
     } else if (e->flags & ND_CQE_INLINE) {
@@ -174,6 +217,8 @@ static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, con
         return x;
     r->qp_context = qp->context;
     r->request_type = ND_REQUEST_TYPE_RECEIVE;
+    if (ND_UNLIKELY(e->flags & ND_CQE_IMM))
+        receive_ext(qp, e, r);
     take_credits(qp, e);
     if (overrun)
         nd_qp_fail(qp, r->status);
@@ -197,10 +242,16 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
     if ((int32_t)(k - __atomic_load_n(&qp->rq_posted, __ATOMIC_ACQUIRE)) >= 0 ||
         e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != ND_SUCCESS && e->status != ND_DATA_OVERRUN))
         return ND_XLATE_BAD;
-    if (e->status == ND_DATA_OVERRUN || e->bytes > rq_slot(qp, k)->total) {
+    if (ND_UNLIKELY(e->flags & ND_CQE_RDMA_IMM)) {
+        /* A Write with immediate: its bytes went to the Write's target; the receive only
+         * reports it. */
+        if (!(e->flags & ND_CQE_IMM) || (e->flags & (ND_CQE_INLINE | ND_CQE_INLINE_DATA)))
+            return ND_XLATE_BAD;
+        st = e->status;
+    } else if (e->status == ND_DATA_OVERRUN || e->bytes > rq_slot(qp, k)->total) {
         st = ND_DATA_OVERRUN;
     } else if (e->flags & ND_CQE_INLINE_DATA) {
-        if (e->bytes > ND_CQE_INLINE_MAX)
+        if (e->bytes > entry_data_max(e))
             return ND_XLATE_BAD;
         if (!scatter(qp, k, e->data, e->bytes))
             st = ND_ACCESS_VIOLATION;
@@ -212,6 +263,8 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
     }
     take_credits(qp, e);
     receive_result(qp, k, st, e->bytes, r);
+    if (ND_UNLIKELY(e->flags & ND_CQE_IMM))
+        receive_ext(qp, e, r);
     if (st != ND_SUCCESS)
         nd_qp_fail(qp, st);     /* the receiver's buffer: too small, or gone: the connection ends */
     return ND_XLATE_OK;

@@ -101,7 +101,12 @@ struct nd_wr {
     uint32_t access;
     uint16_t bind_key;              /* ND_KEY_NEXT or ND_KEY_GIVEN | key */
     bool bind_replace;
+    uint32_t imm;                   /* with ND_WR_IMM: immediate data, as the caller gave it */
 };
+
+/* Beyond ND_OP_FLAG_*, never accepted from the ND API: a Send or Write with immediate
+ * data (@imm), which the peer's next receive reports. */
+#define ND_WR_IMM 0x80000000u
 
 struct nd_sq_slot {
     void *ctx;
@@ -201,6 +206,11 @@ void nd_qp_peer_left(struct nd_qp *qp);
  * @replace rebinds a bound window (type 1) where ND refuses. */
 nd_status nd_qp_bind_keyed(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
                            uint32_t flags, uint16_t key, bool replace);
+/* Send and RDMA Write with immediate data (verbs). ND_NOT_SUPPORTED when the connection
+ * cannot carry it (iwarp towards a peer other than netdirect). */
+nd_status nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t imm);
+nd_status nd_qp_write_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
+                          uint32_t rtoken, uint32_t flags, uint32_t imm);
 /* Does the inbound ring hold completions no poll has taken yet? (the QP stays open) */
 bool nd_qp_inbound_pending(struct nd_qp *qp);
 /* Link the QP to its connector's socket (@sock) or port source (@k), or unlink it (-1, NULL). */

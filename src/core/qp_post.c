@@ -73,6 +73,9 @@ static nd_status post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
     nd_lock_acquire(&qp->lock);
     if (qp->state == ND_QPS_IDLE) {
         st = ND_CONNECTION_INVALID;
+    } else if (ND_UNLIKELY(wr->flags & ND_WR_IMM) && qp->state == ND_QPS_CONNECTED &&
+               !(qp->tops->carries_imm && qp->tops->carries_imm(qp))) {
+        st = ND_NOT_SUPPORTED;
     } else {
         st = sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
         if (st == ND_NO_MORE_ENTRIES && qp->state == ND_QPS_CONNECTED && qp->tops && qp->tops->queue_full) {
@@ -123,12 +126,13 @@ ND_API nd_status nd_qp_send(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t ns
 }
 
 static nd_status post_rdma(nd_qp *qp, uint8_t type, void *ctx, const nd_sge *sge, uint32_t nsge,
-                           uint64_t raddr, uint32_t rtoken, uint32_t flags, uint32_t allowed)
+                           uint64_t raddr, uint32_t rtoken, uint32_t flags, uint32_t allowed, uint32_t imm)
 {
     struct nd_wr wr;
     nd_status st;
 
     wr_init(&wr, type, flags, sge, nsge);
+    wr.imm = imm;
     wr.remote_addr = raddr;
     wr.remote_token = rtoken;
     if (!nd_qp_valid(qp))
@@ -138,20 +142,42 @@ static nd_status post_rdma(nd_qp *qp, uint8_t type, void *ctx, const nd_sge *sge
         return ND_INVALID_PARAMETER_6;
     if (max_sge > qp->iq_sge)
         max_sge = qp->iq_sge;
-    st = check_transfer(qp, sge, nsge, flags, max_sge, &wr.total);
+    st = check_transfer(qp, sge, nsge, flags & ~ND_WR_IMM, max_sge, &wr.total);
     return st == ND_SUCCESS ? post_initiator(qp, &wr, ctx) : st;
 }
 
 ND_API nd_status nd_qp_read(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
                             uint32_t rtoken, uint32_t flags)
 {
-    return post_rdma(qp, ND_REQUEST_TYPE_READ, ctx, sge, nsge, raddr, rtoken, flags, READ_FLAGS);
+    return post_rdma(qp, ND_REQUEST_TYPE_READ, ctx, sge, nsge, raddr, rtoken, flags, READ_FLAGS, 0);
 }
 
 ND_API nd_status nd_qp_write(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
                              uint32_t rtoken, uint32_t flags)
 {
-    return post_rdma(qp, ND_REQUEST_TYPE_WRITE, ctx, sge, nsge, raddr, rtoken, flags, WRITE_FLAGS);
+    return post_rdma(qp, ND_REQUEST_TYPE_WRITE, ctx, sge, nsge, raddr, rtoken, flags, WRITE_FLAGS, 0);
+}
+
+nd_status nd_qp_write_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
+                          uint32_t rtoken, uint32_t flags, uint32_t imm)
+{
+    return post_rdma(qp, ND_REQUEST_TYPE_WRITE, ctx, sge, nsge, raddr, rtoken, flags | ND_WR_IMM,
+                     WRITE_FLAGS | ND_OP_FLAG_SEND_AND_SOLICIT_EVENT | ND_WR_IMM, imm);
+}
+
+nd_status nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t imm)
+{
+    struct nd_wr wr;
+    nd_status st;
+
+    wr_init(&wr, ND_REQUEST_TYPE_SEND, flags | ND_WR_IMM, sge, nsge);
+    wr.imm = imm;
+    if (!nd_qp_valid(qp))
+        return ND_INVALID_HANDLE;
+    if (flags & ~SEND_FLAGS)
+        return ND_INVALID_PARAMETER_4;
+    st = check_transfer(qp, sge, nsge, flags, qp->iq_sge, &wr.total);
+    return st == ND_SUCCESS ? post_initiator(qp, &wr, ctx) : st;
 }
 
 /* The core checks local SGEs for the transport: a bad one fails the request, not the post. */

@@ -25,7 +25,12 @@ enum nd_arm_type { ND_ARM_NONE = 0, ND_ARM_SOLICITED = 1, ND_ARM_ANY = 2 };
 #define ND_CQE_INLINE 0x2u          /* the message is in the receiver's slot, not yet placed */
 #define ND_CQE_INLINE_DATA 0x4u     /* the message is in data[] of this entry */
 
+#define ND_CQE_IMM 0x8u             /* immediate data in the last 4 bytes of data[] */
+#define ND_CQE_RDMA_IMM 0x10u       /* the receive was consumed by an RDMA Write with immediate */
+
 #define ND_CQE_INLINE_MAX 36u
+/* A message that rides in an entry with immediate data leaves it the last 4 bytes. */
+#define ND_CQE_IMM_INLINE_MAX (ND_CQE_INLINE_MAX - 4u)
 
 /* One completion as written by a producer: 64 bytes, no pointers. */
 struct nd_cqe {
@@ -98,6 +103,20 @@ static inline void nd_cqe_set(struct nd_cqe *slot, uint32_t wr_index, int32_t st
     slot->inline_len = 0;
     slot->credit_posted = credit_posted;
     slot->credit_consumed = credit_consumed;
+}
+
+/* Immediate data as the sender gave it (verbs: already in network order), in data[]. */
+static inline void nd_cqe_set_imm(struct nd_cqe *slot, uint32_t imm)
+{
+    __builtin_memcpy(slot->data + ND_CQE_IMM_INLINE_MAX, &imm, sizeof(imm));
+}
+
+static inline uint32_t nd_cqe_imm(const struct nd_cqe *e)
+{
+    uint32_t imm;
+
+    __builtin_memcpy(&imm, e->data + ND_CQE_IMM_INLINE_MAX, sizeof(imm));
+    return imm;
 }
 
 /* Learn a newer consumer index (piggybacked by the peer); never moves backwards. */

@@ -65,6 +65,8 @@ struct nd_transport_ops {
     /* Optional: the thread that polled the QP's CQ is about to sleep (it armed the CQ or
      * waits on it): work left for the next poll must move without one. */
     void (*idle)(struct nd_qp *qp);
+    /* Optional: can this connection carry immediate data (ND_WR_IMM)? Absent: no. */
+    bool (*carries_imm)(struct nd_qp *qp);
     /* The QP enters the error state or closes: cancel held requests (in order), tell the
      * peer, and stop moving bytes. */
     void (*shutdown)(struct nd_qp *qp, nd_status why);

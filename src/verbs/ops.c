@@ -78,13 +78,14 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
     struct vb_cq *q = (struct vb_cq *)cq;
     nd_result r[VB_POLL_BATCH];
+    struct nd_wc_ext x[VB_POLL_BATCH];
     int done = 0;
 
     if (num_entries < 0)
         return -1;
     while (done < num_entries) {
         uint32_t want = (uint32_t)(num_entries - done) < VB_POLL_BATCH ? (uint32_t)(num_entries - done) : VB_POLL_BATCH;
-        uint32_t n = nd_cq_get_results(q->core, r, want);
+        uint32_t n = nd_cq_get_results_ext(q->core, r, x, want);
         int kept = 0;
 
         for (uint32_t i = 0; i < n; i++) {
@@ -101,6 +102,12 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
                 w->status = IBV_WC_MW_BIND_ERR;
             w->opcode = wc_opcode(r[i].request_type);
             w->byte_len = r[i].bytes_transferred;
+            if (x[i].flags & ND_WC_IMM) {
+                w->wc_flags = IBV_WC_WITH_IMM;
+                w->imm_data = x[i].imm;
+                if (x[i].flags & ND_WC_RDMA_IMM)
+                    w->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+            }
             if (qp)
                 w->qp_num = qp->qp.qp_num;
             kept++;

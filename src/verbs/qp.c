@@ -213,7 +213,10 @@ static int64_t send_flags(const struct vb_qp *q, unsigned f)
 
 static int post_errno(nd_status st)
 {
-    return st == ND_NO_MORE_ENTRIES ? ENOMEM : st == ND_CONNECTION_INVALID ? EINVAL : vb_errno(st);
+    /* ND_NOT_SUPPORTED: immediate data towards a peer that cannot take it (siw), which
+     * siw's own provider refuses with EINVAL too. */
+    return st == ND_NO_MORE_ENTRIES ? ENOMEM : st == ND_CONNECTION_INVALID || st == ND_NOT_SUPPORTED ? EINVAL
+                                                                                                    : vb_errno(st);
 }
 
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -235,11 +238,21 @@ int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
         case IBV_WR_SEND:
             st = nd_qp_send(q->core, ctx, sge, n, (uint32_t)flags);
             break;
+        case IBV_WR_SEND_WITH_IMM:
+            st = nd_qp_send_imm(q->core, ctx, sge, n, (uint32_t)flags, wr->imm_data);
+            break;
         case IBV_WR_RDMA_WRITE:
-            st = nd_qp_write(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey, (uint32_t)flags);
+            /* Solicited means something only where a receive completes. */
+            st = nd_qp_write(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey,
+                             (uint32_t)flags & ~ND_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+            break;
+        case IBV_WR_RDMA_WRITE_WITH_IMM:
+            st = nd_qp_write_imm(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey, (uint32_t)flags,
+                                 wr->imm_data);
             break;
         case IBV_WR_RDMA_READ:
-            st = nd_qp_read(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey, (uint32_t)flags);
+            st = nd_qp_read(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey,
+                            (uint32_t)flags & ~ND_OP_FLAG_SEND_AND_SOLICIT_EVENT);
             break;
         case IBV_WR_BIND_MW:
         case IBV_WR_LOCAL_INV: {
@@ -254,7 +267,7 @@ int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
         }
         default:
             *bad = wr;
-            return EINVAL;          /* immediate data, atomics, UD, send with invalidate: not carried */
+            return EINVAL;          /* atomics, UD, send with invalidate: not carried */
         }
         if (st != ND_SUCCESS) {
             *bad = wr;

@@ -385,13 +385,34 @@ static void follow_mss(struct iw_conn *c, uint64_t bytes)
 }
 
 /* The next FPDU of request @e. */
+/* The untagged message that reports a Write with immediate at the peer's next receive. */
+static uint32_t frame_write_notice(struct iw_conn *c, struct iw_txe *e, struct iw_txf *f)
+{
+    uint8_t op = e->wr.flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? IW_OP_ND_WRITE_SE_IMM : IW_OP_ND_WRITE_IMM;
+
+    e->notice_due = false;
+    return (uint32_t)iw_encode_untagged_imm(f->hdr, op, true, IW_QN_SEND, e->msn, (uint32_t)e->wr.total, 0,
+                                            e->wr.imm);
+}
+
+static uint8_t send_opcode(const struct nd_wr *wr)
+{
+    bool se = wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT;
+
+    if (ND_UNLIKELY(wr->flags & ND_WR_IMM))
+        return se ? IW_OP_ND_SEND_SE_IMM : IW_OP_ND_SEND_IMM;
+    return se ? IW_OP_SEND_SE : IW_OP_SEND;
+}
+
 static void frame_request(struct iw_conn *c, struct iw_txe *e)
 {
     struct iw_txf *f = txf_new(c);
     uint32_t plen = 0, hl;
     bool last = true;
 
-    if (e->wr.type == ND_REQUEST_TYPE_READ) {
+    if (ND_UNLIKELY(e->notice_due) && e->framed == e->wr.total) {
+        hl = frame_write_notice(c, e, f);
+    } else if (e->wr.type == ND_REQUEST_TYPE_READ) {
         /* The sink is ours to name: the first buffer's token and address. */
         struct iw_read_req rr = { .sink_stag = e->wr.nsge ? e->wr.sge[0].memory_region_token : 0,
                                   .sink_to = e->wr.nsge ? (uint64_t)(uintptr_t)e->wr.sge[0].buffer : 0,
@@ -419,15 +440,14 @@ static void frame_request(struct iw_conn *c, struct iw_txe *e)
         e->framed += plen;
         last = e->framed == e->wr.total;
         if (send)
-            hl = (uint32_t)iw_encode_untagged(f->hdr, e->wr.flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? IW_OP_SEND_SE
-                                                                                                   : IW_OP_SEND,
-                                               last, IW_QN_SEND, e->msn, (uint32_t)at, plen);
+            hl = (uint32_t)iw_encode_untagged_imm(f->hdr, send_opcode(&e->wr), last, IW_QN_SEND, e->msn,
+                                                  (uint32_t)at, plen, e->wr.flags & ND_WR_IMM ? e->wr.imm : 0);
         else
             hl = (uint32_t)iw_encode_tagged(f->hdr, IW_OP_WRITE, last, e->wr.remote_token, e->wr.remote_addr + at,
                                              plen);
     }
     seal(c, f, hl, plen);
-    if (last) {
+    if (last && !e->notice_due) {
         f->ends_txe = (int32_t)(e->wr.index & 0x7fffffff);
         c->cur_txe = -1;
         c->unfenced = e->wr.type != ND_REQUEST_TYPE_READ;
@@ -542,7 +562,9 @@ static bool start_next(struct iw_conn *c)
         rdq_push(c, e->wr.index, (int32_t)(e->wr.index & 0x7fffffff));
         c->unfenced = false;        /* its response confirms everything before it */
     } else {
-        if (e->wr.type == ND_REQUEST_TYPE_SEND)
+        /* A Write with immediate takes a Send MSN for its notice (frame_write_notice). */
+        e->notice_due = e->wr.type == ND_REQUEST_TYPE_WRITE && (e->wr.flags & ND_WR_IMM);
+        if (e->wr.type == ND_REQUEST_TYPE_SEND || e->notice_due)
             e->msn = ++c->msn_send;
         follow_mss(c, e->wr.total);
     }
@@ -895,6 +917,14 @@ void iw_check_overdue(struct iw_conn *c)
     iw_conn_fail(c, ND_IO_TIMEOUT);
 }
 
+/* Only a netdirect peer knows the opcodes that carry it; siw answers them with a Terminate. */
+static bool iw_carries_imm(struct nd_qp *qp)
+{
+    struct iw_conn *c = qp->conn;
+
+    return c && c->nd_peer;
+}
+
 void iw_shutdown(struct nd_qp *qp, nd_status why)
 {
     struct iw_conn *c = qp->conn;
@@ -955,6 +985,7 @@ const struct nd_transport_ops iwarp_transport = {
     .progress = iw_progress,
     .queue_full = iw_queue_full,
     .idle = iw_idle,
+    .carries_imm = iw_carries_imm,
     .shutdown = iw_shutdown,
     .mem_revoked = iw_mem_revoked,
     .destroy = iw_destroy,

@@ -139,6 +139,7 @@ static uint8_t *rx_dst(struct iw_conn *c, uint32_t off, uint32_t *len)
         break;
     }
     case IW_OP_SEND: case IW_OP_SEND_INV: case IW_OP_SEND_SE: case IW_OP_SEND_SE_INV:
+    case IW_OP_ND_SEND_IMM: case IW_OP_ND_SEND_SE_IMM:
         if (c->msg_overrun)
             return NULL;
         sge = c->msg_sge;
@@ -160,9 +161,57 @@ static uint8_t *rx_dst(struct iw_conn *c, uint32_t off, uint32_t *len)
     return NULL;
 }
 
+/* The receive a new message takes: HDR_OK, or wait for one (HDR_STALL), or too long. */
+static enum hdr_verdict take_receive(struct iw_conn *c)
+{
+    if (claim_receive(c)) {
+        c->stalled_since = 0;
+        return HDR_OK;
+    }
+    if (!c->stalled_since) {
+        c->stalled_since = nd_now_ns();
+        nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "Send %u waits for a receive", c->rh.msn);
+        iw_engine_kick(c);
+    }
+    /* An SRQ waits as long as it takes (ND §3.2); a QP's own queue has a bound. */
+    if (c->qp->srq || nd_now_ns() - c->stalled_since < IW_RNR_TIMEOUT_NS)
+        return HDR_STALL;
+    return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_IO_TIMEOUT);
+}
+
+static bool imm_opcode(uint8_t op)
+{
+    return op >= IW_OP_ND_SEND_IMM && op <= IW_OP_ND_WRITE_SE_IMM;
+}
+
+/* A Write with immediate's notice (wire.h): a message of its own, with no payload. */
+static enum hdr_verdict check_write_notice(struct iw_conn *c, uint32_t plen)
+{
+    const struct iw_hdr *h = &c->rh;
+    enum hdr_verdict v;
+
+    if (h->qn != IW_QN_SEND)
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x01, ND_CANCELED);
+    if (h->msn != c->expect_msn_send)
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, ND_CANCELED);
+    if (c->msg_open || plen || !h->last)
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
+    if ((v = take_receive(c)) != HDR_OK)
+        return v;
+    c->msg_open = true;
+    c->msg_bytes = h->mo;
+    c->msg_overrun = false;
+    c->msg_solicited = h->opcode == IW_OP_ND_WRITE_SE_IMM;
+    c->msg_imm = true;
+    c->msg_imm_data = h->inval_stag;
+    c->msg_rdma_imm = true;
+    return HDR_OK;
+}
+
 static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
 {
     const struct iw_hdr *h = &c->rh;
+    enum hdr_verdict v;
 
     if (h->qn != IW_QN_SEND)
         return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x01, ND_CANCELED);
@@ -171,18 +220,8 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
     if (!c->msg_open) {
         if (h->mo != 0)
             return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
-        if (!claim_receive(c)) {
-            if (!c->stalled_since) {
-                c->stalled_since = nd_now_ns();
-                nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "Send %u waits for a receive", h->msn);
-                iw_engine_kick(c);
-            }
-            /* An SRQ waits as long as it takes (ND §3.2); a QP's own queue has a bound. */
-            if (c->qp->srq || nd_now_ns() - c->stalled_since < IW_RNR_TIMEOUT_NS)
-                return HDR_STALL;
-            return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_IO_TIMEOUT);
-        }
-        c->stalled_since = 0;
+        if ((v = take_receive(c)) != HDR_OK)
+            return v;
         /* Send with Invalidate: the named STag goes before the message is placed. */
         if ((h->opcode == IW_OP_SEND_INV || h->opcode == IW_OP_SEND_SE_INV) &&
             !nd_mtab_remote_invalidate(c->qp->adapter, h->inval_stag))
@@ -190,7 +229,11 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
         c->msg_open = true;
         c->msg_bytes = 0;
         c->msg_overrun = false;
-        c->msg_solicited = h->opcode == IW_OP_SEND_SE || h->opcode == IW_OP_SEND_SE_INV;
+        c->msg_solicited = h->opcode == IW_OP_SEND_SE || h->opcode == IW_OP_SEND_SE_INV ||
+                           h->opcode == IW_OP_ND_SEND_SE_IMM;
+        c->msg_imm = imm_opcode(h->opcode);
+        c->msg_imm_data = h->inval_stag;
+        c->msg_rdma_imm = false;
         c->msg_gen = iw_mtab_gen(c);    /* before the check: a later change is seen */
         if (!sges_writable(c, c->msg_sge, c->msg_nsge))
             return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_ACCESS_VIOLATION);
@@ -322,6 +365,14 @@ static enum hdr_verdict on_header(struct iw_conn *c)
     switch (h->opcode) {
     case IW_OP_SEND: case IW_OP_SEND_INV: case IW_OP_SEND_SE: case IW_OP_SEND_SE_INV:
         return check_untagged_send(c, plen);
+    case IW_OP_ND_SEND_IMM: case IW_OP_ND_SEND_SE_IMM:
+        if (!c->nd_peer)
+            break;
+        return check_untagged_send(c, plen);
+    case IW_OP_ND_WRITE_IMM: case IW_OP_ND_WRITE_SE_IMM:
+        if (!c->nd_peer)
+            break;
+        return check_write_notice(c, plen);
     case IW_OP_READ_REQ:
         if (plen)
             return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x05, ND_CANCELED);
@@ -335,8 +386,9 @@ static enum hdr_verdict on_header(struct iw_conn *c)
         iw_conn_fail(c, c->term_status ? c->term_status : ND_CANCELED);
         return HDR_FAIL;
     default:
-        return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, ND_CANCELED);
+        break;
     }
+    return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, ND_CANCELED);
 }
 
 static void complete_receive(struct iw_conn *c)
@@ -351,7 +403,11 @@ static void complete_receive(struct iw_conn *c)
         return;
     }
     nd_cqe_set(slot, c->msg_recv, c->msg_overrun ? ND_DATA_OVERRUN : ND_SUCCESS, c->msg_bytes,
-               ND_REQUEST_TYPE_RECEIVE, c->msg_solicited ? ND_CQE_SOLICITED : 0, 0, 0);
+               ND_REQUEST_TYPE_RECEIVE,
+               (c->msg_solicited ? ND_CQE_SOLICITED : 0) | (c->msg_imm ? ND_CQE_IMM : 0) |
+               (c->msg_rdma_imm ? ND_CQE_RDMA_IMM : 0), 0, 0);
+    if (c->msg_imm)
+        nd_cqe_set_imm(slot, c->msg_imm_data);
     nd_ring_commit(&c->rprod, slot);
     if (c->msg_overrun) {
         /* siw's answer to a Send longer than the receive; the CQ fails the QP when it
@@ -397,9 +453,13 @@ static bool on_fpdu_end(struct iw_conn *c)
         break;
     }
     case IW_OP_SEND: case IW_OP_SEND_INV: case IW_OP_SEND_SE: case IW_OP_SEND_SE_INV:
+    case IW_OP_ND_SEND_IMM: case IW_OP_ND_SEND_SE_IMM:
         c->msg_bytes += plen;
         if (h->last)
             complete_receive(c);
+        break;
+    case IW_OP_ND_WRITE_IMM: case IW_OP_ND_WRITE_SE_IMM:
+        complete_receive(c);        /* no payload: msg_bytes is the Write's length */
         break;
     case IW_OP_READ_REQ:
         if (c->app_rx && !c->rh.rr.size && c->irq_count == c->irq_fences) {

@@ -60,6 +60,7 @@ struct iw_txe {
     uint32_t msn;
     uint32_t checked_gen;           /* the token table's generation its buffers were checked at */
     uint8_t state;                  /* enum iw_txe_state */
+    bool notice_due;                /* a Write with immediate: its bytes are framed, its notice not */
     nd_status status;
 };
 
@@ -191,6 +192,9 @@ struct iw_conn {
     uint32_t msg_recv;              /* its receive (queue index, or SRQ slot) */
     uint32_t msg_bytes, msg_cap;
     bool msg_overrun, msg_solicited, msg_bad;
+    bool msg_imm;                   /* the open message carries immediate data (msg_imm_data) */
+    bool msg_rdma_imm;              /* it is a Write's notice: msg_bytes went to the Write's target */
+    uint32_t msg_imm_data;
     nd_sge *msg_sge;                /* the receive's buffers */
     uint32_t msg_nsge;
     uint64_t stalled_since;         /* a Send waits for a receive (0: not stalled) */

@@ -69,6 +69,13 @@ size_t mpa_encode(uint8_t *out, size_t cap, const struct mpa_frame *f);
 enum iw_opcode {
     IW_OP_WRITE = 0, IW_OP_READ_REQ = 1, IW_OP_READ_RESP = 2, IW_OP_SEND = 3, IW_OP_SEND_INV = 4,
     IW_OP_SEND_SE = 5, IW_OP_SEND_SE_INV = 6, IW_OP_TERMINATE = 7,
+    /* netdirect's own, only between two netdirect peers (MPA_FLAG_ND_AGREE), never to siw
+     * (docs/design-iwarp.md, "Immediate data"). The 32-bit field RFC 5040 gives Send with
+     * Invalidate's STag carries the immediate data. A Send with immediate: every segment as
+     * a Send's. A Write with immediate: the Write's segments, then one untagged message of
+     * no payload on the Send queue (it takes the next MSN and a receive) whose MO is the
+     * Write's length. */
+    IW_OP_ND_SEND_IMM = 0xc, IW_OP_ND_SEND_SE_IMM = 0xd, IW_OP_ND_WRITE_IMM = 0xe, IW_OP_ND_WRITE_SE_IMM = 0xf,
 };
 
 #define IW_DDP_T 0x80u
@@ -224,6 +231,15 @@ static inline size_t iw_encode_untagged(uint8_t *out, uint8_t opcode, bool last,
 {
     iw_put_ctrl(out, false, last, IW_DDP_VERSION, IW_RDMAP_VERSION, opcode, IW_HDR_UNTAGGED + plen);
     iw_put_untagged_fields(out, 0, qn, msn, mo);
+    return 2 + IW_HDR_UNTAGGED;
+}
+
+/* The same with the 32-bit field after the control word set (immediate data). */
+static inline size_t iw_encode_untagged_imm(uint8_t *out, uint8_t opcode, bool last, uint32_t qn, uint32_t msn,
+                                            uint32_t mo, uint32_t plen, uint32_t imm)
+{
+    iw_put_ctrl(out, false, last, IW_DDP_VERSION, IW_RDMAP_VERSION, opcode, IW_HDR_UNTAGGED + plen);
+    iw_put_untagged_fields(out, imm, qn, msn, mo);
     return 2 + IW_HDR_UNTAGGED;
 }
 

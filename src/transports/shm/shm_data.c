@@ -389,6 +389,28 @@ static nd_status place_direct(struct shm_conn *c, const struct nd_wr *wr, const 
     return cma(c, wr, remote, n, true);
 }
 
+/* Complete the peer's receive @k: the entry goes into its inbound ring, filled in place. */
+static nd_status publish_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t k, nd_status status,
+                                 const struct nd_wr *wr, uint8_t flags)
+{
+    struct nd_cqe *e;
+
+    nd_ring_learn_cons(&c->pprod, atomic_load_explicit(&qp->peer_consumed, memory_order_relaxed));
+    /* Filled in place in the peer's ring: no stack copy (see nd_ring_next). */
+    if (!(e = nd_ring_next(&c->pprod)))
+        return ND_INTERNAL_ERROR;
+    nd_cqe_set(e, k, status, (uint32_t)wr->total, ND_REQUEST_TYPE_RECEIVE, flags, qp->rq_posted,
+               atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_relaxed));
+    if (flags & ND_CQE_INLINE_DATA)
+        gather(wr, e->data);
+    if (ND_UNLIKELY(flags & ND_CQE_IMM))
+        nd_cqe_set_imm(e, wr->imm);
+    nd_ring_commit(&c->pprod, e);
+    if (!c->psrq)
+        c->next_peer_recv = k + 1;
+    return ND_SUCCESS;
+}
+
 static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     const struct nd_rwqe *w;
@@ -396,11 +418,15 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
     nd_status st = next_receive(qp, c, &k, &w), status = ND_SUCCESS;
     uint8_t flags = wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? ND_CQE_SOLICITED : 0;
     bool slot_ok = wr->total <= c->peer_slot_size, use_slot = slot_ok;
-    struct nd_cqe *e;
 
     if (st != ND_SUCCESS)
         return st;
-    if (wr->total <= ND_CQE_INLINE_MAX) {
+    if (ND_UNLIKELY(wr->flags & ND_WR_IMM)) {
+        flags |= ND_CQE_IMM;
+        if (wr->total <= ND_CQE_IMM_INLINE_MAX)
+            goto inline_data;
+    } else if (wr->total <= ND_CQE_INLINE_MAX) {
+inline_data:
         /* The message rides in its completion: one cache line, and the receiver checks the
          * length against its own copy of the receive. Gathered at publish. */
         flags |= ND_CQE_INLINE_DATA;
@@ -419,21 +445,11 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
         flags |= ND_CQE_INLINE;
     }
 publish:
-    nd_ring_learn_cons(&c->pprod, atomic_load_explicit(&qp->peer_consumed, memory_order_relaxed));
-    /* Filled in place in the peer's ring: no stack copy (see nd_ring_next). */
-    if (!(e = nd_ring_next(&c->pprod)))
-        return ND_INTERNAL_ERROR;
-    nd_cqe_set(e, k, status, (uint32_t)wr->total, ND_REQUEST_TYPE_RECEIVE, flags, qp->rq_posted,
-               atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_relaxed));
-    if (flags & ND_CQE_INLINE_DATA)
-        gather(wr, e->data);
-    nd_ring_commit(&c->pprod, e);
-    if (!c->psrq)
-        c->next_peer_recv = k + 1;
-    return ND_SUCCESS;
+    return publish_receive(qp, c, k, status, wr, flags);
 }
 
-static nd_status do_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+/* The bytes of a Write or Read (of at least one byte), checked against the peer's table. */
+static nd_status place_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     bool write = wr->type == ND_REQUEST_TYPE_WRITE;
     struct iovec remote = { (void *)(uintptr_t)wr->remote_addr, (size_t)wr->total };
@@ -441,10 +457,6 @@ static nd_status do_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
     nd_status st = ND_SUCCESS;
     uint8_t *view;
 
-    if (!write && c->ord == 0)
-        return ND_INVALID_DEVICE_REQUEST;   /* no outbound Read was negotiated */
-    if (!wr->total)
-        return ND_SUCCESS;
     touch_begin(qp);
     if (terminated(qp, c))
         st = ND_CANCELED;
@@ -460,6 +472,37 @@ static nd_status do_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
     }
     touch_end(qp);
     return st;
+}
+
+/*
+ * An RDMA Write with immediate data: the bytes, then the peer's next receive reports them.
+ * The receive is found first: without one the request waits (ND_PENDING) and nothing is
+ * written twice.
+ */
+static nd_status do_write_imm(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+{
+    const struct nd_rwqe *w;
+    uint32_t k;
+    nd_status st;
+
+    st = next_receive(qp, c, &k, &w);
+    if (st == ND_SUCCESS && wr->total)
+        st = place_rdma(qp, c, wr);
+    if (st != ND_SUCCESS)
+        return st;
+    return publish_receive(qp, c, k, ND_SUCCESS, wr, ND_CQE_IMM | ND_CQE_RDMA_IMM |
+                           (wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? ND_CQE_SOLICITED : 0));
+}
+
+static nd_status do_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+{
+    if (wr->type != ND_REQUEST_TYPE_WRITE && c->ord == 0)
+        return ND_INVALID_DEVICE_REQUEST;   /* no outbound Read was negotiated */
+    if (ND_UNLIKELY(wr->flags & ND_WR_IMM))
+        return do_write_imm(qp, c, wr);
+    if (!wr->total)
+        return ND_SUCCESS;
+    return place_rdma(qp, c, wr);
 }
 
 /* Run @wr now. ND_PENDING: it must wait (a Send with no receive). */
@@ -714,6 +757,12 @@ static void shm_recv_posted(struct nd_qp *qp)
         poke(c->peer_icq_fd);
 }
 
+/* Between two processes of ours the entry carries it. */
+static bool shm_carries_imm(struct nd_qp *qp)
+{
+    return true;
+}
+
 static void shm_shutdown(struct nd_qp *qp, nd_status why)
 {
     struct shm_conn *c = conn_of(qp);
@@ -799,6 +848,7 @@ const struct nd_transport_ops shm_transport = {
     .recv_posted = shm_recv_posted,
     .progress = shm_progress,
     .queue_full = shm_queue_full,
+    .carries_imm = shm_carries_imm,
     .shutdown = shm_shutdown,
     .peer_quiesce = shm_peer_quiesce,
     .destroy = shm_destroy,
