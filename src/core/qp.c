@@ -226,6 +226,54 @@ static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, con
 }
 
 /* An entry the peer wrote into our inbound ring. */
+/* Place a message into receive @k: from the entry itself (at most @entry_max bytes) or
+ * from its slot. ND_XLATE_BAD: a length the entry cannot hold; *st: the receive's status. */
+static inline __attribute__((always_inline)) enum nd_xlate
+place_message(struct nd_qp *qp, uint32_t k, const struct nd_cqe *e, const uint8_t *slot_data, uint32_t entry_max,
+              nd_status *st)
+{
+    if (e->status == ND_DATA_OVERRUN || e->bytes > rq_slot(qp, k)->total) {
+        *st = ND_DATA_OVERRUN;
+    } else if (e->flags & ND_CQE_INLINE_DATA) {
+        if (e->bytes > entry_max)
+            return ND_XLATE_BAD;
+        if (!scatter(qp, k, e->data, e->bytes))
+            *st = ND_ACCESS_VIOLATION;
+    } else if (e->flags & ND_CQE_INLINE) {
+        if (e->bytes > qp->slot_size)
+            return ND_XLATE_BAD;
+        if (!scatter(qp, k, slot_data, e->bytes))
+            *st = ND_ACCESS_VIOLATION;
+    }
+    return ND_XLATE_OK;
+}
+
+/* An entry with immediate data (verbs), kept off the path of every other receive. */
+static __attribute__((noinline)) enum nd_xlate inbound_imm(struct nd_qp *qp, uint32_t k, const struct nd_cqe *e,
+                                                           const uint8_t *slot_data, nd_result *r)
+{
+    nd_status st = ND_SUCCESS;
+
+    if (!(e->flags & ND_CQE_IMM))
+        return ND_XLATE_BAD;
+    if (e->flags & ND_CQE_RDMA_IMM) {
+        /* A Write with immediate: its bytes went to the Write's target; the receive only
+         * reports it. */
+        if (e->flags & (ND_CQE_INLINE | ND_CQE_INLINE_DATA))
+            return ND_XLATE_BAD;
+        st = e->status;
+    } else if (place_message(qp, k, e, slot_data, ND_CQE_IMM_INLINE_MAX, &st) != ND_XLATE_OK) {
+        return ND_XLATE_BAD;
+    }
+    take_credits(qp, e);
+    receive_result(qp, k, st, e->bytes, r);
+    receive_ext(qp, e, r);
+    if (st != ND_SUCCESS)
+        nd_qp_fail(qp, st);
+    return ND_XLATE_OK;
+}
+
+/* An entry the peer wrote into our inbound ring. */
 static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
 {
     struct nd_qp *qp = ctx;
@@ -242,29 +290,12 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
     if ((int32_t)(k - __atomic_load_n(&qp->rq_posted, __ATOMIC_ACQUIRE)) >= 0 ||
         e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != ND_SUCCESS && e->status != ND_DATA_OVERRUN))
         return ND_XLATE_BAD;
-    if (ND_UNLIKELY(e->flags & ND_CQE_RDMA_IMM)) {
-        /* A Write with immediate: its bytes went to the Write's target; the receive only
-         * reports it. */
-        if (!(e->flags & ND_CQE_IMM) || (e->flags & (ND_CQE_INLINE | ND_CQE_INLINE_DATA)))
-            return ND_XLATE_BAD;
-        st = e->status;
-    } else if (e->status == ND_DATA_OVERRUN || e->bytes > rq_slot(qp, k)->total) {
-        st = ND_DATA_OVERRUN;
-    } else if (e->flags & ND_CQE_INLINE_DATA) {
-        if (e->bytes > entry_data_max(e))
-            return ND_XLATE_BAD;
-        if (!scatter(qp, k, e->data, e->bytes))
-            st = ND_ACCESS_VIOLATION;
-    } else if (e->flags & ND_CQE_INLINE) {
-        if (e->bytes > qp->slot_size)
-            return ND_XLATE_BAD;
-        if (!scatter(qp, k, slot_data, e->bytes))
-            st = ND_ACCESS_VIOLATION;
-    }
+    if (ND_UNLIKELY(e->flags & (ND_CQE_IMM | ND_CQE_RDMA_IMM)))
+        return inbound_imm(qp, k, e, slot_data, r);
+    if (place_message(qp, k, e, slot_data, ND_CQE_INLINE_MAX, &st) != ND_XLATE_OK)
+        return ND_XLATE_BAD;
     take_credits(qp, e);
     receive_result(qp, k, st, e->bytes, r);
-    if (ND_UNLIKELY(e->flags & ND_CQE_IMM))
-        receive_ext(qp, e, r);
     if (st != ND_SUCCESS)
         nd_qp_fail(qp, st);     /* the receiver's buffer: too small, or gone: the connection ends */
     return ND_XLATE_OK;

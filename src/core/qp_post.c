@@ -73,9 +73,6 @@ static nd_status post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
     nd_lock_acquire(&qp->lock);
     if (qp->state == ND_QPS_IDLE) {
         st = ND_CONNECTION_INVALID;
-    } else if (ND_UNLIKELY(wr->flags & ND_WR_IMM) && qp->state == ND_QPS_CONNECTED &&
-               !(qp->tops->carries_imm && qp->tops->carries_imm(qp))) {
-        st = ND_NOT_SUPPORTED;
     } else {
         st = sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
         if (st == ND_NO_MORE_ENTRIES && qp->state == ND_QPS_CONNECTED && qp->tops && qp->tops->queue_full) {
@@ -158,9 +155,20 @@ ND_API nd_status nd_qp_write(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t n
     return post_rdma(qp, ND_REQUEST_TYPE_WRITE, ctx, sge, nsge, raddr, rtoken, flags, WRITE_FLAGS, 0);
 }
 
+/* Can the connection carry immediate data? Checked before the post, off ND's path: a QP
+ * not connected yet fails in post_initiator as any post does. */
+static bool imm_refused(struct nd_qp *qp)
+{
+    const struct nd_transport_ops *t = __atomic_load_n(&qp->tops, __ATOMIC_ACQUIRE);
+
+    return t && !(t->carries_imm && t->carries_imm(qp));
+}
+
 nd_status nd_qp_write_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
                           uint32_t rtoken, uint32_t flags, uint32_t imm)
 {
+    if (nd_qp_valid(qp) && imm_refused(qp))
+        return ND_NOT_SUPPORTED;
     return post_rdma(qp, ND_REQUEST_TYPE_WRITE, ctx, sge, nsge, raddr, rtoken, flags | ND_WR_IMM,
                      WRITE_FLAGS | ND_OP_FLAG_SEND_AND_SOLICIT_EVENT | ND_WR_IMM, imm);
 }
@@ -176,6 +184,8 @@ nd_status nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge,
         return ND_INVALID_HANDLE;
     if (flags & ~SEND_FLAGS)
         return ND_INVALID_PARAMETER_4;
+    if (imm_refused(qp))
+        return ND_NOT_SUPPORTED;
     st = check_transfer(qp, sge, nsge, flags, qp->iq_sge, &wr.total);
     return st == ND_SUCCESS ? post_initiator(qp, &wr, ctx) : st;
 }

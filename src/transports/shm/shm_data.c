@@ -292,7 +292,7 @@ static void stream_copy(struct sge_stream *s, uint8_t *peer, uint64_t len, bool 
 
 /* Place a Send into the peer's next receive. ND_PENDING: no receive is posted yet. */
 /* Does the peer have receive @k posted? Credits first (no shared read), then its queue. */
-static bool peer_has_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t k)
+static inline __attribute__((always_inline)) bool peer_has_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t k)
 {
     uint32_t credit = atomic_load_explicit(&qp->peer_posted, memory_order_relaxed);
 
@@ -310,7 +310,7 @@ static bool peer_has_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t k)
 }
 
 /* The receive a Send will consume: the peer's next posted one, or a slot of its SRQ. */
-static nd_status next_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t *k, const struct nd_rwqe **w)
+static inline __attribute__((always_inline)) nd_status next_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t *k, const struct nd_rwqe **w)
 {
     if (c->psrq) {
         int got = nd_srq_claim(c->psrq_ctl, (const uint32_t *)(c->psrq + c->psl.ring), c->psrq_entries, k);
@@ -390,7 +390,7 @@ static nd_status place_direct(struct shm_conn *c, const struct nd_wr *wr, const 
 }
 
 /* Complete the peer's receive @k: the entry goes into its inbound ring, filled in place. */
-static nd_status publish_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t k, nd_status status,
+static inline __attribute__((always_inline)) nd_status publish_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t k, nd_status status,
                                  const struct nd_wr *wr, uint8_t flags)
 {
     struct nd_cqe *e;
