@@ -12,7 +12,7 @@
 
 static nd_status check(nd_adapter *a, uint32_t token, const void *addr, uint64_t len, uint32_t need)
 {
-    return nd_mtab_check(a->mtab, ND_MTAB_ENTRIES, token, (uintptr_t)addr, len, need);
+    return nd_mtab_check(a->mtab, ND_MTAB_ENTRIES, token, (uintptr_t)addr, len, need, 0);
 }
 
 int main(void)
@@ -61,7 +61,7 @@ int main(void)
     CHECK_ST(check(a, token, buf + 100, 100, ND_ACCESS_REMOTE_WRITE), ND_SUCCESS);
     CHECK_ST(check(a, token, buf + sizeof(buf), 0, ND_ACCESS_REMOTE_WRITE), ND_SUCCESS);   /* empty, at the end */
     CHECK_ST(check(a, token, buf + 1, sizeof(buf), ND_ACCESS_REMOTE_WRITE), ND_ACCESS_VIOLATION);   /* over */
-    CHECK_ST(nd_mtab_check(a->mtab, ND_MTAB_ENTRIES, token, (uintptr_t)buf - 1, 2, ND_ACCESS_REMOTE_WRITE),
+    CHECK_ST(nd_mtab_check(a->mtab, ND_MTAB_ENTRIES, token, (uintptr_t)buf - 1, 2, ND_ACCESS_REMOTE_WRITE, 0),
              ND_ACCESS_VIOLATION);   /* under */
     CHECK_ST(check(a, token, buf, UINT64_MAX, ND_ACCESS_REMOTE_WRITE), ND_ACCESS_VIOLATION);
     CHECK_ST(check(a, token ^ 0x1, buf, 1, ND_ACCESS_REMOTE_WRITE), ND_ACCESS_VIOLATION);   /* wrong key */

@@ -43,7 +43,7 @@ static uint32_t forge(struct t_side *s, const struct nd_mtab_share *share)
 
     CHECK_ST(nd_mtab_alloc(s->a, ND_MTAB_MR, &index), ND_SUCCESS);
     return nd_mtab_publish(s->a, index, (uintptr_t)s->buf, BUF,
-                           ND_MR_FLAG_ALLOW_REMOTE_WRITE | ND_MR_FLAG_ALLOW_LOCAL_WRITE, share, ND_KEY_NEXT);
+                           ND_MR_FLAG_ALLOW_REMOTE_WRITE | ND_MR_FLAG_ALLOW_LOCAL_WRITE, share, ND_KEY_NEXT, 0);
 }
 
 static bool all_zero(const uint8_t *p, size_t n)

@@ -29,6 +29,7 @@ struct nd_cm_msg {
     /* shm, REQ and REP: the sender's queue pair */
     uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
     uint32_t srq_entries, srq_max_sge;  /* nonzero when the sender's QP takes receives from an SRQ */
+    uint16_t pd, recv_pd;           /* protection domains of its QP's memory and of its receives' */
     uint64_t nonce, rcq_serial, icq_serial; /* who the CQs of refs[2], refs[3] are (nd_cq serials) */
     uint64_t region_off;            /* of the sender's region in the memfd of refs[0] */
     /* The sender's region, adapter region (read-only), receive CQ and initiator CQ eventfds,

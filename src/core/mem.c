@@ -20,6 +20,7 @@ struct nd_mr {
     struct nd_mtab_share share;     /* ino 0 unless inside an nd_alloc_memory allocation */
     bool huge_queued;               /* blocks handed to the adapter's huge page thread */
     uint64_t addr, len;             /* while registered */
+    uint16_t pd;                    /* protection domain (verbs; 0 for ND) */
 };
 
 struct nd_mw {
@@ -28,7 +29,28 @@ struct nd_mw {
     uint32_t index;
     uint32_t token;             /* of the current (or last) binding */
     struct nd_mr *bound_to;     /* NULL while invalid */
+    uint16_t pd;                /* protection domain (verbs; 0 for ND) */
 };
+
+void nd_mr_set_pd(nd_mr *mr, uint16_t pd)
+{
+    mr->pd = pd;
+}
+
+uint16_t nd_mr_pd(const nd_mr *mr)
+{
+    return mr->pd;
+}
+
+void nd_mw_set_pd(nd_mw *mw, uint16_t pd)
+{
+    mw->pd = pd;
+}
+
+uint16_t nd_mw_pd(const nd_mw *mw)
+{
+    return mw->pd;
+}
 
 #define MR_FLAGS_KNOWN (ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_ALLOW_REMOTE_READ | \
                         ND_MR_FLAG_ALLOW_REMOTE_WRITE | ND_MR_FLAG_RDMA_READ_SINK | \
@@ -103,7 +125,7 @@ ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t
         if (st == ND_SUCCESS) {
             nd_share_claim((uintptr_t)buf, len, &mr->share);
             mr->token = nd_mtab_publish(mr->adapter, mr->index, (uintptr_t)buf, len,
-                                        flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM, &mr->share, ND_KEY_NEXT);
+                                        flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM, &mr->share, ND_KEY_NEXT, mr->pd);
             mr->registered = true;
             mr->addr = (uintptr_t)buf;
             mr->len = len;
@@ -270,7 +292,7 @@ nd_status nd_mw_bind_check(nd_mr *mr, const void *buf, size_t len, uint32_t acce
     pthread_mutex_lock(&mr->lock);
     if (mr->registered &&
         (!(access & ND_ACCESS_REMOTE_WRITE) || (mr->adapter->mtab[mr->index].access & ND_MR_FLAG_ALLOW_LOCAL_WRITE)))
-        st = nd_mtab_check(mr->adapter->mtab, ND_MTAB_ENTRIES, mr->token, (uintptr_t)buf, len, 0);
+        st = nd_mtab_check(mr->adapter->mtab, ND_MTAB_ENTRIES, mr->token, (uintptr_t)buf, len, 0, mr->pd);
     pthread_mutex_unlock(&mr->lock);
     return st;
 }
@@ -310,11 +332,12 @@ nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint3
         st = ND_INVALID_DEVICE_REQUEST;
     else if ((access & ND_ACCESS_REMOTE_WRITE) && !(rights & ND_MR_FLAG_ALLOW_LOCAL_WRITE))
         st = ND_ACCESS_VIOLATION;
-    else if (nd_mtab_check(mr->adapter->mtab, ND_MTAB_ENTRIES, mr->token, (uintptr_t)buf, len, 0) != ND_SUCCESS)
+    else if (nd_mtab_check(mr->adapter->mtab, ND_MTAB_ENTRIES, mr->token, (uintptr_t)buf, len, 0, mr->pd) !=
+             ND_SUCCESS)
         st = ND_ACCESS_VIOLATION;
     if (st == ND_SUCCESS) {
         /* A window inside shareable memory is shareable: the region cannot go while bound. */
-        mw->token = nd_mtab_publish(mw->adapter, mw->index, (uintptr_t)buf, len, access, &mr->share, key);
+        mw->token = nd_mtab_publish(mw->adapter, mw->index, (uintptr_t)buf, len, access, &mr->share, key, mw->pd);
         mw->bound_to = mr;
         atomic_fetch_add(&mr->bound_windows, 1);
     }

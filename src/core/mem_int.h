@@ -36,7 +36,8 @@ struct nd_mtab_entry {
     _Atomic uint32_t seq;       /* seqlock: odd while the entry is being changed */
     uint32_t token;             /* index << 8 | key while valid; 0 while not */
     uint32_t access;            /* ND_MR_FLAG_* bits (windows: read/write as remote flags) */
-    uint32_t kind;              /* enum nd_mtab_kind */
+    uint16_t kind;              /* enum nd_mtab_kind */
+    uint16_t pd;                /* the protection domain: only queue pairs of the same one may use it */
     uint64_t addr;
     uint64_t length;
     struct nd_mtab_share share;
@@ -56,44 +57,48 @@ void nd_mtab_free(struct nd_adapter *a, uint32_t index);
 #define ND_KEY_NEXT 0u
 #define ND_KEY_GIVEN 0x100u
 uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, uint64_t len,
-                         uint32_t access, const struct nd_mtab_share *share, uint32_t key);
+                         uint32_t access, const struct nd_mtab_share *share, uint32_t key, uint16_t pd);
 void nd_mtab_revoke(struct nd_adapter *a, uint32_t index);
 /* A peer's Send with Invalidate names @token: revoke it if it is a bound window's current
  * token (RFC 5040 §6.10; regions cannot be invalidated so). The window's object learns it
  * at its next Bind, Invalidate or close. Returns whether it was revoked. */
-bool nd_mtab_remote_invalidate(struct nd_adapter *a, uint32_t token);
+bool nd_mtab_remote_invalidate(struct nd_adapter *a, uint32_t token, uint16_t pd);
 
 /*
- * nd_mtab_check - may @token be used for [addr, addr+len) with @need rights?
- * @table/@entries may be a peer's table mapped read-only. Returns ND_SUCCESS or
- * ND_ACCESS_VIOLATION. Reads the entry under its seqlock, so never a torn entry.
+ * nd_mtab_check - may a queue pair of protection domain @pd use @token for [addr, addr+len)
+ * with @need rights? @table/@entries may be a peer's table mapped read-only. Returns
+ * ND_SUCCESS or ND_ACCESS_VIOLATION. Reads the entry under its seqlock, so never a torn
+ * entry. The ND API has one protection domain (0); verbs gives each PD its own.
  */
 nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
-                        uint64_t addr, uint64_t len, uint32_t need);
+                        uint64_t addr, uint64_t len, uint32_t need, uint16_t pd);
 /* Why nd_mtab_check refused: the three protection errors of RFC 5040 §7.4 (the values
  * are RDMAP's remote protection error codes). A range that wraps is out of bounds. */
 enum nd_mtab_why { ND_MTAB_BAD_STAG = 0x00, ND_MTAB_BOUNDS = 0x01, ND_MTAB_RIGHTS = 0x02, ND_MTAB_OK = 0xff };
 enum nd_mtab_why nd_mtab_why(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
-                             uint64_t addr, uint64_t len, uint32_t need);
+                             uint64_t addr, uint64_t len, uint32_t need, uint16_t pd);
 /* The same, also reading the entry's share (ino 0 when the memory is not shareable). */
 nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
-                              uint64_t addr, uint64_t len, uint32_t need, struct nd_mtab_share *share);
+                              uint64_t addr, uint64_t len, uint32_t need, uint16_t pd, struct nd_mtab_share *share);
 
 /*
  * The last registration of our own table a poster found valid (its whole range and
  * rights), kept by the poster under its own lock: a queue pair posting receives into one
  * buffer asks the seqlock once, not on every post. Valid while the adapter's mtab_gen is
- * unchanged: every publish and revoke bumps it before and after the entry changes.
+ * unchanged: every publish and revoke bumps it before and after the entry changes. Each
+ * memo serves the one protection domain it names (its queue pair's or SRQ's, set with
+ * it): filled only from an entry of that domain, its hits need not look again.
  */
 struct nd_mtab_memo {
     uint32_t gen, token, access;
+    uint16_t pd;
     uint64_t addr, len;
 };
 
 nd_status nd_mtab_check_fill(struct nd_adapter *a, struct nd_mtab_memo *memo, uint32_t token,
                              uint64_t addr, uint64_t len, uint32_t need);
 
-/* nd_mtab_check against our own adapter's table, through @memo (filled on a miss). */
+/* nd_mtab_check against our own adapter's table, for memo->pd, through @memo (filled on a miss). */
 static inline nd_status nd_mtab_check_local(struct nd_adapter *a, struct nd_mtab_memo *memo, uint32_t token,
                                             uint64_t addr, uint64_t len, uint32_t need)
 {
@@ -144,6 +149,13 @@ nd_status nd_mw_invalidate(nd_mw *mw);
 /* Could @mr grant @access over [buf, buf+len)? ND_SUCCESS or ND_ACCESS_VIOLATION. */
 nd_status nd_mw_bind_check(nd_mr *mr, const void *buf, size_t len, uint32_t access);
 bool nd_mr_of(const nd_mr *mr, const struct nd_adapter *a);
+/* Protection domains (verbs; everything of the ND API is in domain 0). A region or window
+ * takes its domain before it is registered or bound; a queue pair uses only memory of its
+ * own domain, locally and from its peer. */
+void nd_mr_set_pd(nd_mr *mr, uint16_t pd);
+uint16_t nd_mr_pd(const nd_mr *mr);
+void nd_mw_set_pd(nd_mw *mw, uint16_t pd);
+uint16_t nd_mw_pd(const nd_mw *mw);
 bool nd_mw_of(const nd_mw *mw, const struct nd_adapter *a);
 
 #endif

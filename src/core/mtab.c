@@ -71,7 +71,7 @@ static void entry_write_end(struct nd_adapter *a, struct nd_mtab_entry *e)
 /* Entries have two kinds of writer: their object (register, bind, invalidate, free) and a
  * peer's Send with Invalidate (a transport's thread); the adapter lock orders them. */
 uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, uint64_t len,
-                         uint32_t access, const struct nd_mtab_share *share, uint32_t key)
+                         uint32_t access, const struct nd_mtab_share *share, uint32_t key, uint16_t pd)
 {
     struct nd_mtab_entry *e = &a->mtab[index];
     uint32_t token;
@@ -86,6 +86,7 @@ uint32_t nd_mtab_publish(struct nd_adapter *a, uint32_t index, uint64_t addr, ui
     __atomic_store_n(&e->addr, addr, __ATOMIC_RELAXED);
     __atomic_store_n(&e->length, len, __ATOMIC_RELAXED);
     __atomic_store_n(&e->access, access, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->pd, pd, __ATOMIC_RELAXED);
     if (share && !share->ino)
         share = NULL;
     __atomic_store_n(&e->share.ino, share ? share->ino : 0, __ATOMIC_RELAXED);
@@ -113,7 +114,7 @@ void nd_mtab_revoke(struct nd_adapter *a, uint32_t index)
     pthread_mutex_unlock(&a->lock);
 }
 
-bool nd_mtab_remote_invalidate(struct nd_adapter *a, uint32_t token)
+bool nd_mtab_remote_invalidate(struct nd_adapter *a, uint32_t token, uint16_t pd)
 {
     uint32_t index = ND_TOKEN_INDEX(token);
     bool ok = false;
@@ -121,7 +122,7 @@ bool nd_mtab_remote_invalidate(struct nd_adapter *a, uint32_t token)
     if (index == 0 || index >= ND_MTAB_ENTRIES)
         return false;
     pthread_mutex_lock(&a->lock);
-    if (a->mtab[index].kind == ND_MTAB_MW && token && a->mtab[index].token == token) {
+    if (a->mtab[index].kind == ND_MTAB_MW && token && a->mtab[index].token == token && a->mtab[index].pd == pd) {
         revoke_locked(a, &a->mtab[index]);
         ok = true;
     }
@@ -130,9 +131,9 @@ bool nd_mtab_remote_invalidate(struct nd_adapter *a, uint32_t token)
 }
 
 nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
-                        uint64_t addr, uint64_t len, uint32_t need)
+                        uint64_t addr, uint64_t len, uint32_t need, uint16_t pd)
 {
-    return nd_mtab_check_share(table, entries, token, addr, len, need, NULL);
+    return nd_mtab_check_share(table, entries, token, addr, len, need, pd, NULL);
 }
 
 /* Entry @index as one consistent snapshot (its seqlock), or false. */
@@ -147,6 +148,7 @@ static bool entry_read(const struct nd_mtab_entry *e, struct nd_mtab_entry *out,
         seq = atomic_load_explicit(&e->seq, memory_order_acquire);
         out->token = __atomic_load_n(&e->token, __ATOMIC_RELAXED);
         out->access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
+        out->pd = __atomic_load_n(&e->pd, __ATOMIC_RELAXED);
         out->addr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
         out->length = __atomic_load_n(&e->length, __ATOMIC_RELAXED);
         if (share) {
@@ -160,37 +162,39 @@ static bool entry_read(const struct nd_mtab_entry *e, struct nd_mtab_entry *out,
     return true;
 }
 
-/* Does the snapshot grant @need over [addr, addr+len) to @token? */
-static bool entry_grants(const struct nd_mtab_entry *e, uint32_t token, uint64_t addr, uint64_t len, uint32_t need)
+/* Does the snapshot grant @need over [addr, addr+len) to @token, for protection domain @pd? */
+static bool entry_grants(const struct nd_mtab_entry *e, uint32_t token, uint64_t addr, uint64_t len, uint32_t need,
+                         uint16_t pd)
 {
-    if (e->token != token || (e->access & need) != need)
+    if (e->token != token || e->pd != pd || (e->access & need) != need)
         return false;
     /* [addr, addr+len) inside [e->addr, e->addr+e->length), written so that nothing overflows. */
     return addr >= e->addr && addr - e->addr <= e->length && len <= e->length - (addr - e->addr);
 }
 
 enum nd_mtab_why nd_mtab_why(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
-                             uint64_t addr, uint64_t len, uint32_t need)
+                             uint64_t addr, uint64_t len, uint32_t need, uint16_t pd)
 {
     uint32_t index = ND_TOKEN_INDEX(token);
     struct nd_mtab_entry e;
 
-    if (index == 0 || index >= entries || !entry_read(&table[index], &e, false) || e.token != token)
+    /* Another protection domain's STag is, to this queue pair, no STag at all. */
+    if (index == 0 || index >= entries || !entry_read(&table[index], &e, false) || e.token != token || e.pd != pd)
         return ND_MTAB_BAD_STAG;
     /* Rights before bounds, as siw checks them. */
     if ((e.access & need) != need)
         return ND_MTAB_RIGHTS;
-    return entry_grants(&e, token, addr, len, need) ? ND_MTAB_OK : ND_MTAB_BOUNDS;
+    return entry_grants(&e, token, addr, len, need, pd) ? ND_MTAB_OK : ND_MTAB_BOUNDS;
 }
 
 nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
-                              uint64_t addr, uint64_t len, uint32_t need, struct nd_mtab_share *share)
+                              uint64_t addr, uint64_t len, uint32_t need, uint16_t pd, struct nd_mtab_share *share)
 {
     uint32_t index = ND_TOKEN_INDEX(token);
     struct nd_mtab_entry e;     /* share filled by entry_read when asked for */
 
     if (index == 0 || index >= entries || !entry_read(&table[index], &e, share != NULL) ||
-        !entry_grants(&e, token, addr, len, need))
+        !entry_grants(&e, token, addr, len, need, pd))
         return ND_ACCESS_VIOLATION;
     if (share)
         *share = e.share;
@@ -205,9 +209,9 @@ nd_status nd_mtab_check_fill(struct nd_adapter *a, struct nd_mtab_memo *memo, ui
     struct nd_mtab_entry e;
 
     if (index == 0 || index >= ND_MTAB_ENTRIES || !entry_read(&a->mtab[index], &e, false) ||
-        !entry_grants(&e, token, addr, len, need))
+        !entry_grants(&e, token, addr, len, need, memo->pd))
         return ND_ACCESS_VIOLATION;
-    *memo = (struct nd_mtab_memo){ .gen = gen, .token = token, .access = e.access, .addr = e.addr,
+    *memo = (struct nd_mtab_memo){ .gen = gen, .token = token, .access = e.access, .pd = memo->pd, .addr = e.addr,
                                    .len = e.length };
     return ND_SUCCESS;
 }

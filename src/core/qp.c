@@ -449,6 +449,20 @@ bool nd_qp_inbound_pending(struct nd_qp *qp)
                         atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_acquire));
 }
 
+void nd_qp_set_pd(nd_qp *qp, uint16_t pd)
+{
+    nd_lock_acquire(&qp->lock);
+    qp->pd = pd;
+    qp->reg_memo = (struct nd_mtab_memo){ .pd = pd };
+    nd_lock_release(&qp->lock);
+    qp->scatter_memo = (struct nd_mtab_memo){ .pd = pd };   /* before any receive completes */
+}
+
+uint16_t nd_qp_recv_pd(const struct nd_qp *qp)
+{
+    return qp->srq ? nd_srq_pd(qp->srq) : qp->pd;
+}
+
 void nd_qp_peer_left(struct nd_qp *qp)
 {
     if (atomic_exchange(&qp->peer_left, true))

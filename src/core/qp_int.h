@@ -135,6 +135,7 @@ struct nd_qp {
     struct nd_lock lock;            /* posting, state, transport connection */
     struct nd_mtab_memo reg_memo;   /* under lock: the registration its posts used last */
     struct nd_mtab_memo scatter_memo;   /* under the receive CQ's lock: the same for scatters */
+    uint16_t pd;                    /* protection domain (verbs; 0 for ND): set before connecting */
     enum nd_qp_state state;
     nd_status error;
     /* initiator queue */
@@ -211,6 +212,10 @@ nd_status nd_qp_bind_keyed(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const voi
 nd_status nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t imm);
 nd_status nd_qp_write_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
                           uint32_t rtoken, uint32_t flags, uint32_t imm);
+/* The protection domain of the memory the QP may use (verbs), before it connects. */
+void nd_qp_set_pd(nd_qp *qp, uint16_t pd);
+/* The domain of the receives' memory: the SRQ's for a QP on one, else the QP's. */
+uint16_t nd_qp_recv_pd(const struct nd_qp *qp);
 /* Does the inbound ring hold completions no poll has taken yet? (the QP stays open) */
 bool nd_qp_inbound_pending(struct nd_qp *qp);
 /* Link the QP to its connector's socket (@sock) or port source (@k), or unlink it (-1, NULL). */

@@ -24,6 +24,7 @@ struct nd_srq {
     struct nd_ovobj ov;             /* pending notifies */
     struct nd_lock lock;            /* posting, slots (data path: see lock.h) */
     struct nd_mtab_memo reg_memo;   /* under lock: the registration its posts used last */
+    uint16_t pd;                    /* protection domain (verbs; 0 for ND) */
     uint32_t depth, max_sge, threshold, entries;
     uint16_t group;
     uintptr_t affinity;
@@ -409,4 +410,17 @@ enum nd_xlate nd_srq_complete(nd_srq *s, uint32_t id, const struct nd_cqe *e, co
     nd_lock_release(&s->lock);
     nd_port_deliver(&b);
     return ND_XLATE_OK;
+}
+
+void nd_srq_set_pd(nd_srq *srq, uint16_t pd)
+{
+    nd_lock_acquire(&srq->lock);
+    srq->pd = pd;
+    srq->reg_memo = (struct nd_mtab_memo){ .pd = pd };
+    nd_lock_release(&srq->lock);
+}
+
+uint16_t nd_srq_pd(const nd_srq *srq)
+{
+    return srq->pd;
 }

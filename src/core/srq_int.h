@@ -57,6 +57,9 @@ struct nd_srq_view {
     uint32_t entries, max_sge;
 };
 void nd_srq_view(nd_srq *srq, struct nd_srq_view *v);
+/* Its protection domain (verbs; 0 for ND), set before receives are posted. */
+void nd_srq_set_pd(nd_srq *srq, uint16_t pd);
+uint16_t nd_srq_pd(const nd_srq *srq);
 /* Is @srq a live SRQ of adapter @a? */
 bool nd_srq_valid_of(const nd_srq *srq, const struct nd_adapter *a);
 void nd_srq_attach_qp(nd_srq *srq, int delta);

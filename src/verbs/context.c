@@ -54,6 +54,7 @@ VB_API struct ibv_context *ibv_open_device(struct ibv_device *device)
     c->async_pipe[0] = c->async_pipe[1] = -1;
     pthread_mutex_init(&c->event_lock, NULL);
     pthread_mutex_init(&c->mw_lock, NULL);
+    pthread_mutex_init(&c->pd_lock, NULL);
     st = nd_adapter_create(0, &c->adapter);
     if (st == ND_SUCCESS)
         st = nd_port_create(&c->port);
@@ -71,6 +72,7 @@ VB_API struct ibv_context *ibv_open_device(struct ibv_device *device)
             nd_adapter_close(c->adapter);
         pthread_mutex_destroy(&c->event_lock);
         pthread_mutex_destroy(&c->mw_lock);
+        pthread_mutex_destroy(&c->pd_lock);
         free(c);
         errno = e;
         return NULL;
@@ -97,6 +99,7 @@ VB_API int ibv_close_device(struct ibv_context *ctx)
     vb_event_thread_stop(c);
     pthread_mutex_destroy(&c->event_lock);
     pthread_mutex_destroy(&c->mw_lock);
+    pthread_mutex_destroy(&c->pd_lock);
     nd_port_close(c->port);
     nd_adapter_close(c->adapter);
     close(c->async_pipe[0]);

@@ -8,6 +8,7 @@
  */
 #include "verbs_int.h"
 #include "core/qp_int.h"
+#include "core/mem_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@ struct ibv_mw *vb_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
         errno = vb_errno(st);
         return NULL;
     }
+    nd_mw_set_pd(w->core, vb_pd_id(pd));
     w->mw.context = pd->context;
     w->mw.pd = pd;
     w->mw.type = type;
@@ -126,14 +128,14 @@ int vb_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 }
 
 /* Type 2, from ibv_post_send: the rkey names this window's slot and the key to bind with. */
-int vb_post_bind(nd_qp *qp, const struct ibv_send_wr *wr, uint32_t flags)
+int vb_post_bind(struct ibv_qp *qp, const struct ibv_send_wr *wr, uint32_t flags)
 {
     struct vb_mw *w = (struct vb_mw *)wr->bind_mw.mw;
     int err;
 
-    if (!w || w->mw.type != IBV_MW_TYPE_2 || wr->bind_mw.rkey >> 8 != w->slot)
+    if (!w || w->mw.type != IBV_MW_TYPE_2 || wr->bind_mw.rkey >> 8 != w->slot || w->mw.pd != qp->pd)
         return EINVAL;
-    err = post_bind(qp, w, &wr->bind_mw.bind_info, wr->wr_id, flags, (uint8_t)wr->bind_mw.rkey, false);
+    err = post_bind(((struct vb_qp *)qp)->core, w, &wr->bind_mw.bind_info, wr->wr_id, flags, (uint8_t)wr->bind_mw.rkey, false);
     if (!err)
         w->mw.rkey = wr->bind_mw.rkey;
     return err;

@@ -5,6 +5,7 @@
  * (token, range, rights) on every transport.
  */
 #include "verbs_int.h"
+#include "core/mem_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,21 +18,50 @@
 #define VB_ACCESS_IGNORED (IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_OPTIONAL_RANGE)
 #define VB_ACCESS_KNOWN (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | VB_ACCESS_IGNORED)
 
+/* A free PD id of @c (1..65535), marked used; 0 when all are taken. */
+static uint16_t pd_id_take(struct vb_context *c)
+{
+    uint16_t id = 0;
+
+    pthread_mutex_lock(&c->pd_lock);
+    for (uint32_t w = 0; w < ND_ARRAY_SIZE(c->pd_ids) && !id; w++) {
+        uint64_t free_bits = ~c->pd_ids[w] & (w == 0 ? ~1ull : ~0ull);
+
+        if (free_bits) {
+            uint32_t b = (uint32_t)__builtin_ctzll(free_bits);
+
+            c->pd_ids[w] |= 1ull << b;
+            id = (uint16_t)(w * 64 + b);
+        }
+    }
+    pthread_mutex_unlock(&c->pd_lock);
+    return id;
+}
+
+static void pd_id_give(struct vb_context *c, uint16_t id)
+{
+    pthread_mutex_lock(&c->pd_lock);
+    c->pd_ids[id / 64] &= ~(1ull << (id % 64));
+    pthread_mutex_unlock(&c->pd_lock);
+}
+
 VB_API struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 {
     struct vb_pd *p;
+    uint16_t id;
 
     if (!ctx) {
         errno = EINVAL;
         return NULL;
     }
     p = calloc(1, sizeof(*p));
-    if (!p) {
+    if (!p || !(id = pd_id_take(vb_ctx(ctx)))) {
+        free(p);
         errno = ENOMEM;
         return NULL;
     }
     p->pd.context = ctx;
-    p->pd.handle = 0;
+    p->pd.handle = id;
     return &p->pd;
 }
 
@@ -39,6 +69,7 @@ VB_API int ibv_dealloc_pd(struct ibv_pd *pd)
 {
     if (!pd)
         return EINVAL;
+    pd_id_give(vb_ctx(pd->context), vb_pd_id(pd));
     free(pd);
     return 0;
 }
@@ -87,8 +118,10 @@ VB_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len
         return NULL;
     }
     st = nd_adapter_create_memory_region(c->adapter, c->port, &m->core);
-    if (st == ND_SUCCESS)
+    if (st == ND_SUCCESS) {
+        nd_mr_set_pd(m->core, vb_pd_id(pd));
         st = nd_mr_register(m->core, addr, length, (uint32_t)rights, &ov);
+    }
     if (st != ND_SUCCESS) {
         if (m->core)
             nd_mr_close(m->core);

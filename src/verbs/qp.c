@@ -88,6 +88,7 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         errno = vb_errno(st);
         return NULL;
     }
+    nd_qp_set_pd(q->core, vb_pd_id(pd));
     q->qp.context = pd->context;
     q->qp.qp_context = attr->qp_context;
     q->qp.pd = pd;
@@ -256,7 +257,7 @@ int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
             break;
         case IBV_WR_BIND_MW:
         case IBV_WR_LOCAL_INV: {
-            int err = wr->opcode == IBV_WR_BIND_MW ? vb_post_bind(q->core, wr, (uint32_t)flags)
+            int err = wr->opcode == IBV_WR_BIND_MW ? vb_post_bind(qp, wr, (uint32_t)flags)
                       : vb_post_local_inv(vb_ctx(qp->context), q->core, wr, (uint32_t)flags);
 
             if (err) {

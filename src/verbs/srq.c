@@ -8,6 +8,7 @@
  * defines it. ibv_create_srq ignores srq_limit, as rdma-core's man page says.
  */
 #include "verbs_int.h"
+#include "core/srq_int.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -109,6 +110,7 @@ VB_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_att
         errno = vb_errno(st);
         return NULL;
     }
+    nd_srq_set_pd(s->core, vb_pd_id(pd));
     s->srq.context = pd->context;
     s->srq.srq_context = attr->srq_context;
     s->srq.pd = pd;

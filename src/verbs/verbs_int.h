@@ -35,11 +35,14 @@ struct vb_context {
     struct verbs_context vctx;      /* its ibv_context is what applications hold */
     struct vb_device *dev;
     int async_pipe[2];              /* async_fd: whole struct ibv_async_event records */
-    /* The core's adapter on every interface, and a port for its overlapped requests. Every
-     * PD of the context shares its token table for now: a PD does not yet fence its
-     * memory off from another PD's QPs. */
+    /* The core's adapter on every interface, and a port for its overlapped requests. Its
+     * token table holds every PD's memory, each entry marked with its PD's id (pd.handle),
+     * and serves a QP only the memory of its own PD. */
     nd_adapter *adapter;
     nd_port *port;
+    /* PD ids in use (bit per id; id 0 is the ND API's, never given out). */
+    pthread_mutex_t pd_lock;
+    uint64_t pd_ids[65536 / 64];
     /* The event thread (events.c): waits on the port for CQs' notify requests. */
     pthread_mutex_t event_lock;
     pthread_t event_thread;
@@ -53,6 +56,12 @@ struct vb_context {
 struct vb_pd {
     struct ibv_pd pd;
 };
+
+/* The core's protection domain for @pd. */
+static inline uint16_t vb_pd_id(const struct ibv_pd *pd)
+{
+    return (uint16_t)pd->handle;
+}
 
 struct vb_mr {
     struct ibv_mr mr;
@@ -118,7 +127,7 @@ struct ibv_mw *vb_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int vb_dealloc_mw(struct ibv_mw *mw);
 int vb_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 /* IBV_WR_BIND_MW and IBV_WR_LOCAL_INV of ibv_post_send: 0 or an errno. */
-int vb_post_bind(nd_qp *qp, const struct ibv_send_wr *wr, uint32_t flags);
+int vb_post_bind(struct ibv_qp *qp, const struct ibv_send_wr *wr, uint32_t flags);
 int vb_post_local_inv(struct vb_context *c, nd_qp *qp, const struct ibv_send_wr *wr, uint32_t flags);
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);

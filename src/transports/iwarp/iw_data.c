@@ -511,7 +511,7 @@ static void frame_read_response(struct iw_conn *c)
     src.memory_region_token = 0;
     /* Checked when the request came; checked again in case the memory went away since. */
     if (want && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, r->src_stag, r->src_to + r->sent, want,
-                              ND_ACCESS_REMOTE_READ)) {
+                              ND_ACCESS_REMOTE_READ, c->qp->pd)) {
         iw_send_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, NULL);
         iw_conn_fail(c, ND_ACCESS_VIOLATION);
         return;

@@ -60,7 +60,8 @@ static bool sges_writable(struct iw_conn *c, const nd_sge *sge, uint32_t nsge)
     for (uint32_t i = 0; i < nsge; i++)
         if (sge[i].buffer_length &&
             nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, sge[i].memory_region_token,
-                          (uint64_t)(uintptr_t)sge[i].buffer, sge[i].buffer_length, ND_ACCESS_LOCAL_WRITE))
+                          (uint64_t)(uintptr_t)sge[i].buffer, sge[i].buffer_length, ND_ACCESS_LOCAL_WRITE,
+                          nd_qp_recv_pd(c->qp)))
             return false;
     return true;
 }
@@ -77,7 +78,7 @@ static bool rx_target_gone(struct iw_conn *c, uint32_t gen)
     switch (h->opcode) {
     case IW_OP_WRITE:
         if (!nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->stag, h->to + c->rx_seg_off, c->rx_left,
-                           ND_ACCESS_REMOTE_WRITE)) {
+                           ND_ACCESS_REMOTE_WRITE, c->qp->pd)) {
             c->rx_gen = gen;
             return false;
         }
@@ -224,7 +225,7 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
             return v;
         /* Send with Invalidate: the named STag goes before the message is placed. */
         if ((h->opcode == IW_OP_SEND_INV || h->opcode == IW_OP_SEND_SE_INV) &&
-            !nd_mtab_remote_invalidate(c->qp->adapter, h->inval_stag))
+            !nd_mtab_remote_invalidate(c->qp->adapter, h->inval_stag, c->qp->pd))
             return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x09, ND_ACCESS_VIOLATION);
         c->msg_open = true;
         c->msg_bytes = 0;
@@ -248,7 +249,7 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
 /* A remote access our table refused: Terminate with the reason RFC 5040 §7.4 names. */
 static enum hdr_verdict protection_error(struct iw_conn *c, uint32_t stag, uint64_t to, uint64_t len, uint32_t need)
 {
-    enum nd_mtab_why why = nd_mtab_why(c->qp->adapter->mtab, ND_MTAB_ENTRIES, stag, to, len, need);
+    enum nd_mtab_why why = nd_mtab_why(c->qp->adapter->mtab, ND_MTAB_ENTRIES, stag, to, len, need, c->qp->pd);
 
     if (why == ND_MTAB_OK)
         why = ND_MTAB_BAD_STAG;     /* changed between the two looks: it was refused */
@@ -288,7 +289,7 @@ static enum hdr_verdict check_read_request(struct iw_conn *c)
     if (c->irq_count >= c->irq_cap || (h->rr.size && c->irq_count - c->irq_fences >= c->ird))
         return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x07, ND_CANCELED);
     if (h->rr.size && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->rr.src_stag, h->rr.src_to,
-                                    h->rr.size, ND_ACCESS_REMOTE_READ))
+                                    h->rr.size, ND_ACCESS_REMOTE_READ, c->qp->pd))
         return protection_error(c, h->rr.src_stag, h->rr.src_to, h->rr.size, ND_ACCESS_REMOTE_READ);
     c->expect_msn_read++;
     c->irq_fences += !h->rr.size;
@@ -354,7 +355,8 @@ static enum hdr_verdict on_header(struct iw_conn *c)
     if (h->tagged && h->opcode == IW_OP_WRITE) {
         c->rx_gen = iw_mtab_gen(c);     /* before the check: a later change is seen */
         /* A zero-length Write is an RTR frame (STag 1 by convention): nothing to check. */
-        if (plen && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->stag, h->to, plen, ND_ACCESS_REMOTE_WRITE))
+        if (plen && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->stag, h->to, plen, ND_ACCESS_REMOTE_WRITE,
+                                  c->qp->pd))
             return protection_error(c, h->stag, h->to, plen, ND_ACCESS_REMOTE_WRITE);
         return HDR_OK;
     }

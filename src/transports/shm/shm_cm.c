@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define SHM_MAGIC 0x4e44434du
-#define SHM_VERSION 4u
+#define SHM_VERSION 5u
 #define SHM_FLAG_REDIRECT 1u        /* REJ: come again by another transport */
 
 /* The message on the wire: fixed size, little-endian host order (same host). */
@@ -25,6 +25,7 @@ struct shm_wire {
     uint32_t ird, ord, pdata_len;
     uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
     uint32_t srq_entries, srq_max_sge;
+    uint16_t pd, recv_pd;           /* the protection domains of its memory (verbs; 0 for ND) */
     uint64_t nonce, rcq_serial, icq_serial;
     uint64_t region_off;            /* the region, in the chunk of the first descriptor */
     struct nd_fd_ref refs[ND_CM_NREFS]; /* REQ/REP: as struct nd_cm_msg's */
@@ -158,6 +159,8 @@ static bool name_descriptors(struct shm_wire *w, struct nd_qp *qp)
     if (!nd_adapter_ro_ref(qp->adapter, &w->refs[1]))   /* kept by the adapter */
         return false;
     w->rq_entries = qp->rq_entries;
+    w->pd = qp->pd;
+    w->recv_pd = nd_qp_recv_pd(qp);
     w->max_sge = qp->ctl->max_sge;
     w->slot_size = qp->slot_size;
     w->arm_slot = qp->rcq->arm_slot;
@@ -261,6 +264,8 @@ nd_status shm_recv(int sock, struct nd_cm_msg *m)
     m->iarm_slot = w.iarm_slot;
     m->srq_entries = w.srq_entries;
     m->srq_max_sge = w.srq_max_sge;
+    m->pd = w.pd;
+    m->recv_pd = w.recv_pd;
     m->redirect = w.type == ND_CM_REJ && (w.flags & SHM_FLAG_REDIRECT);
     m->nonce = w.nonce;
     m->rcq_serial = w.rcq_serial;

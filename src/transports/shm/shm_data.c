@@ -52,6 +52,7 @@ struct shm_conn {
     struct nd_qp_layout pl;
     struct nd_qp_ctl *pctl;
     uint32_t peer_rq_entries, peer_max_sge, peer_slot_size;
+    uint16_t peer_pd, peer_recv_pd; /* what the peer's queue pair (and its receives) may use */
     /* The peer's SRQ, when its queue pair takes receives from one. */
     uint8_t *psrq;
     struct nd_srq_layout psl;
@@ -366,7 +367,8 @@ static nd_status place_direct(struct shm_conn *c, const struct nd_wr *wr, const 
 
         memcpy(&s, &w->sge[i], sizeof(s));
         uint32_t len = s.length < left ? s.length : (uint32_t)left;
-        if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, s.token, s.addr, len, ND_ACCESS_LOCAL_WRITE, &sh))
+        if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, s.token, s.addr, len, ND_ACCESS_LOCAL_WRITE,
+                                c->peer_recv_pd, &sh))
             return slot_ok ? ND_SUCCESS : ND_ACCESS_VIOLATION;
         views[n] = peer_view(c, &sh, s.addr, len);
         viewed &= views[n] != NULL;
@@ -461,7 +463,7 @@ static nd_status place_rdma(struct nd_qp *qp, struct shm_conn *c, const struct n
     if (terminated(qp, c))
         st = ND_CANCELED;
     else if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, wr->remote_token, wr->remote_addr, wr->total,
-                                 write ? ND_ACCESS_REMOTE_WRITE : ND_ACCESS_REMOTE_READ, &sh))
+                                 write ? ND_ACCESS_REMOTE_WRITE : ND_ACCESS_REMOTE_READ, c->peer_pd, &sh))
         st = ND_ACCESS_VIOLATION;
     else if ((view = peer_view(c, &sh, wr->remote_addr, wr->total))) {
         struct sge_stream local = { wr->sge, 0, 0 };
@@ -899,6 +901,8 @@ nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t 
     c->peer_mtab = (const struct nd_mtab_entry *)(c->peer_adapter + ND_ADAPTER_ARM_BYTES);
     c->peer_rq_entries = m->rq_entries;
     c->peer_max_sge = m->max_sge;
+    c->peer_pd = m->pd;
+    c->peer_recv_pd = m->recv_pd;
     c->pprod.hdr = (struct nd_ring_hdr *)(c->peer_region + c->pl.ring);
     c->pprod.ents = (struct nd_cqe *)(c->peer_region + c->pl.ents);
     c->pprod.mask = m->rq_entries - 1;
