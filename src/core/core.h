@@ -62,6 +62,7 @@ struct nd_wc_ext {
 };
 #define ND_WC_IMM 0x1u              /* imm is valid */
 #define ND_WC_RDMA_IMM 0x2u         /* the receive was consumed by an RDMA Write with immediate */
+#define ND_WC_INV 0x4u              /* a Send with Invalidate: imm is the STag it invalidated */
 
 /* nd_cq_get_results, with @ext[i] filled for results[i] (zeroed first: most have none). */
 uint32_t nd_cq_get_results_ext(nd_cq *cq, nd_result *results, struct nd_wc_ext *ext, uint32_t max);

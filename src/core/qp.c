@@ -152,7 +152,18 @@ static void receive_ext(struct nd_qp *qp, const struct nd_cqe *e, const nd_resul
     if (!x)
         return;
     x->imm = nd_cqe_imm(e);
-    x->flags = ND_WC_IMM | (e->flags & ND_CQE_RDMA_IMM ? ND_WC_RDMA_IMM : 0);
+    x->flags = (e->flags & ND_CQE_IMM ? ND_WC_IMM : 0) | (e->flags & ND_CQE_RDMA_IMM ? ND_WC_RDMA_IMM : 0) |
+               (e->flags & ND_CQE_INV ? ND_WC_INV : 0);
+}
+
+/* A Send with Invalidate from a peer that left the invalidation to us (shm): the STag must
+ * be a bound window of the QP's domain. Done before the message is reported, as RFC 5040
+ * §6.10 has it done before it is placed. */
+static bool invalidate_asked(struct nd_qp *qp, const struct nd_cqe *e)
+{
+    if (!(e->flags & ND_CQE_INV_ASK))
+        return true;
+    return (e->flags & ND_CQE_INV) && nd_mtab_remote_invalidate(qp->adapter, nd_cqe_imm(e), qp->pd);
 }
 
 /* The most a message may carry in the entry itself. */
@@ -212,13 +223,21 @@ static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, con
             return ND_XLATE_BAD;
         data = slot_data;
     }
+    if (ND_UNLIKELY((e->flags & (ND_CQE_IMM | ND_CQE_INV)) == (ND_CQE_IMM | ND_CQE_INV)))
+        return ND_XLATE_BAD;
     x = nd_srq_complete(qp->srq, e->wr_index, e, data, r, &overrun);
     if (x != ND_XLATE_OK)
         return x;
     r->qp_context = qp->context;
     r->request_type = ND_REQUEST_TYPE_RECEIVE;
-    if (ND_UNLIKELY(e->flags & ND_CQE_IMM))
+    if (ND_UNLIKELY(e->flags & (ND_CQE_IMM | ND_CQE_INV))) {
+        if (!overrun && !invalidate_asked(qp, e)) {
+            r->status = ND_ACCESS_VIOLATION;
+            r->bytes_transferred = 0;
+            overrun = true;
+        }
         receive_ext(qp, e, r);
+    }
     take_credits(qp, e);
     if (overrun)
         nd_qp_fail(qp, r->status);
@@ -248,15 +267,19 @@ place_message(struct nd_qp *qp, uint32_t k, const struct nd_cqe *e, const uint8_
     return ND_XLATE_OK;
 }
 
-/* An entry with immediate data (verbs), kept off the path of every other receive. */
-static __attribute__((noinline)) enum nd_xlate inbound_imm(struct nd_qp *qp, uint32_t k, const struct nd_cqe *e,
-                                                           const uint8_t *slot_data, nd_result *r)
+/* An entry with immediate data or an invalidated STag (verbs), kept off the path of every
+ * other receive. */
+static __attribute__((noinline)) enum nd_xlate inbound_tagged(struct nd_qp *qp, uint32_t k, const struct nd_cqe *e,
+                                                              const uint8_t *slot_data, nd_result *r)
 {
     nd_status st = ND_SUCCESS;
+    bool imm = e->flags & ND_CQE_IMM, inv = e->flags & ND_CQE_INV;
 
-    if (!(e->flags & ND_CQE_IMM))
-        return ND_XLATE_BAD;
-    if (e->flags & ND_CQE_RDMA_IMM) {
+    if (imm == inv || ((e->flags & ND_CQE_RDMA_IMM) && !imm))
+        return ND_XLATE_BAD;        /* exactly one of the two; a Write's receive has immediate data */
+    if (!invalidate_asked(qp, e)) {
+        st = ND_ACCESS_VIOLATION;
+    } else if (e->flags & ND_CQE_RDMA_IMM) {
         /* A Write with immediate: its bytes went to the Write's target; the receive only
          * reports it. */
         if (e->flags & (ND_CQE_INLINE | ND_CQE_INLINE_DATA))
@@ -290,8 +313,8 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
     if ((int32_t)(k - __atomic_load_n(&qp->rq_posted, __ATOMIC_ACQUIRE)) >= 0 ||
         e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != ND_SUCCESS && e->status != ND_DATA_OVERRUN))
         return ND_XLATE_BAD;
-    if (ND_UNLIKELY(e->flags & (ND_CQE_IMM | ND_CQE_RDMA_IMM)))
-        return inbound_imm(qp, k, e, slot_data, r);
+    if (ND_UNLIKELY(e->flags & (ND_CQE_IMM | ND_CQE_RDMA_IMM | ND_CQE_INV | ND_CQE_INV_ASK)))
+        return inbound_tagged(qp, k, e, slot_data, r);
     if (place_message(qp, k, e, slot_data, ND_CQE_INLINE_MAX, &st) != ND_XLATE_OK)
         return ND_XLATE_BAD;
     take_credits(qp, e);

@@ -107,6 +107,8 @@ struct nd_wr {
 /* Beyond ND_OP_FLAG_*, never accepted from the ND API: a Send or Write with immediate
  * data (@imm), which the peer's next receive reports. */
 #define ND_WR_IMM 0x80000000u
+/* A Send with Invalidate (verbs): @imm is the STag the receiver invalidates. */
+#define ND_WR_INV 0x40000000u
 
 struct nd_sq_slot {
     void *ctx;
@@ -212,6 +214,8 @@ nd_status nd_qp_bind_keyed(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const voi
 nd_status nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t imm);
 nd_status nd_qp_write_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
                           uint32_t rtoken, uint32_t flags, uint32_t imm);
+/* Send with Invalidate (verbs): the peer invalidates its window @stag as the message arrives. */
+nd_status nd_qp_send_inv(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t stag);
 /* The protection domain of the memory the QP may use (verbs), before it connects. */
 void nd_qp_set_pd(nd_qp *qp, uint16_t pd);
 /* The domain of the receives' memory: the SRQ's for a QP on one, else the QP's. */

@@ -173,21 +173,33 @@ nd_status nd_qp_write_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge
                      WRITE_FLAGS | ND_OP_FLAG_SEND_AND_SOLICIT_EVENT | ND_WR_IMM, imm);
 }
 
-nd_status nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t imm)
+static nd_status post_send_tagged(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags,
+                                  uint32_t kind, uint32_t value)
 {
     struct nd_wr wr;
     nd_status st;
 
-    wr_init(&wr, ND_REQUEST_TYPE_SEND, flags | ND_WR_IMM, sge, nsge);
-    wr.imm = imm;
+    wr_init(&wr, ND_REQUEST_TYPE_SEND, flags | kind, sge, nsge);
+    wr.imm = value;
     if (!nd_qp_valid(qp))
         return ND_INVALID_HANDLE;
     if (flags & ~SEND_FLAGS)
         return ND_INVALID_PARAMETER_4;
-    if (imm_refused(qp))
+    if (kind == ND_WR_IMM && imm_refused(qp))
         return ND_NOT_SUPPORTED;
     st = check_transfer(qp, sge, nsge, flags, qp->iq_sge, &wr.total);
     return st == ND_SUCCESS ? post_initiator(qp, &wr, ctx) : st;
+}
+
+nd_status nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t imm)
+{
+    return post_send_tagged(qp, ctx, sge, nsge, flags, ND_WR_IMM, imm);
+}
+
+/* RFC 5040's own operation: every peer takes it, siw too. */
+nd_status nd_qp_send_inv(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t stag)
+{
+    return post_send_tagged(qp, ctx, sge, nsge, flags, ND_WR_INV, stag);
 }
 
 /* The core checks local SGEs for the transport: a bad one fails the request, not the post. */

@@ -27,6 +27,8 @@ enum nd_arm_type { ND_ARM_NONE = 0, ND_ARM_SOLICITED = 1, ND_ARM_ANY = 2 };
 
 #define ND_CQE_IMM 0x8u             /* immediate data in the last 4 bytes of data[] */
 #define ND_CQE_RDMA_IMM 0x10u       /* the receive was consumed by an RDMA Write with immediate */
+#define ND_CQE_INV 0x20u            /* Send with Invalidate: the STag, where immediate data goes */
+#define ND_CQE_INV_ASK 0x40u        /* ... which the receiver must still invalidate (shm) */
 
 #define ND_CQE_INLINE_MAX 36u
 /* A message that rides in an entry with immediate data leaves it the last 4 bytes. */
@@ -105,7 +107,8 @@ static inline void nd_cqe_set(struct nd_cqe *slot, uint32_t wr_index, int32_t st
     slot->credit_consumed = credit_consumed;
 }
 
-/* Immediate data as the sender gave it (verbs: already in network order), in data[]. */
+/* Immediate data as the sender gave it (verbs: already in network order), or the STag of a
+ * Send with Invalidate, in data[]. */
 static inline void nd_cqe_set_imm(struct nd_cqe *slot, uint32_t imm)
 {
     __builtin_memcpy(slot->data + ND_CQE_IMM_INLINE_MAX, &imm, sizeof(imm));

@@ -107,6 +107,9 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
                 w->imm_data = x[i].imm;
                 if (x[i].flags & ND_WC_RDMA_IMM)
                     w->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+            } else if (x[i].flags & ND_WC_INV) {
+                w->wc_flags = IBV_WC_WITH_INV;
+                w->invalidated_rkey = x[i].imm;
             }
             if (qp)
                 w->qp_num = qp->qp.qp_num;

@@ -242,6 +242,9 @@ int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
         case IBV_WR_SEND_WITH_IMM:
             st = nd_qp_send_imm(q->core, ctx, sge, n, (uint32_t)flags, wr->imm_data);
             break;
+        case IBV_WR_SEND_WITH_INV:
+            st = nd_qp_send_inv(q->core, ctx, sge, n, (uint32_t)flags, wr->invalidate_rkey);
+            break;
         case IBV_WR_RDMA_WRITE:
             /* Solicited means something only where a receive completes. */
             st = nd_qp_write(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey,
@@ -268,7 +271,7 @@ int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
         }
         default:
             *bad = wr;
-            return EINVAL;          /* atomics, UD, send with invalidate: not carried */
+            return EINVAL;          /* atomics, UD, TSO: not carried */
         }
         if (st != ND_SUCCESS) {
             *bad = wr;

@@ -401,6 +401,8 @@ static uint8_t send_opcode(const struct nd_wr *wr)
 
     if (ND_UNLIKELY(wr->flags & ND_WR_IMM))
         return se ? IW_OP_ND_SEND_SE_IMM : IW_OP_ND_SEND_IMM;
+    if (ND_UNLIKELY(wr->flags & ND_WR_INV))
+        return se ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV;
     return se ? IW_OP_SEND_SE : IW_OP_SEND;
 }
 
@@ -441,7 +443,8 @@ static void frame_request(struct iw_conn *c, struct iw_txe *e)
         last = e->framed == e->wr.total;
         if (send)
             hl = (uint32_t)iw_encode_untagged_imm(f->hdr, send_opcode(&e->wr), last, IW_QN_SEND, e->msn,
-                                                  (uint32_t)at, plen, e->wr.flags & ND_WR_IMM ? e->wr.imm : 0);
+                                                  (uint32_t)at, plen,
+                                                  e->wr.flags & (ND_WR_IMM | ND_WR_INV) ? e->wr.imm : 0);
         else
             hl = (uint32_t)iw_encode_tagged(f->hdr, IW_OP_WRITE, last, e->wr.remote_token, e->wr.remote_addr + at,
                                              plen);

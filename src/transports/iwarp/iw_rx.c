@@ -204,6 +204,7 @@ static enum hdr_verdict check_write_notice(struct iw_conn *c, uint32_t plen)
     c->msg_overrun = false;
     c->msg_solicited = h->opcode == IW_OP_ND_WRITE_SE_IMM;
     c->msg_imm = true;
+    c->msg_inv = false;
     c->msg_imm_data = h->inval_stag;
     c->msg_rdma_imm = true;
     return HDR_OK;
@@ -233,6 +234,7 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
         c->msg_solicited = h->opcode == IW_OP_SEND_SE || h->opcode == IW_OP_SEND_SE_INV ||
                            h->opcode == IW_OP_ND_SEND_SE_IMM;
         c->msg_imm = imm_opcode(h->opcode);
+        c->msg_inv = h->opcode == IW_OP_SEND_INV || h->opcode == IW_OP_SEND_SE_INV;
         c->msg_imm_data = h->inval_stag;
         c->msg_rdma_imm = false;
         c->msg_gen = iw_mtab_gen(c);    /* before the check: a later change is seen */
@@ -407,8 +409,8 @@ static void complete_receive(struct iw_conn *c)
     nd_cqe_set(slot, c->msg_recv, c->msg_overrun ? ND_DATA_OVERRUN : ND_SUCCESS, c->msg_bytes,
                ND_REQUEST_TYPE_RECEIVE,
                (c->msg_solicited ? ND_CQE_SOLICITED : 0) | (c->msg_imm ? ND_CQE_IMM : 0) |
-               (c->msg_rdma_imm ? ND_CQE_RDMA_IMM : 0), 0, 0);
-    if (c->msg_imm)
+               (c->msg_rdma_imm ? ND_CQE_RDMA_IMM : 0) | (c->msg_inv ? ND_CQE_INV : 0), 0, 0);
+    if (c->msg_imm || c->msg_inv)
         nd_cqe_set_imm(slot, c->msg_imm_data);
     nd_ring_commit(&c->rprod, slot);
     if (c->msg_overrun) {

@@ -193,6 +193,7 @@ struct iw_conn {
     uint32_t msg_bytes, msg_cap;
     bool msg_overrun, msg_solicited, msg_bad;
     bool msg_imm;                   /* the open message carries immediate data (msg_imm_data) */
+    bool msg_inv;                   /* it invalidated STag msg_imm_data (Send with Invalidate) */
     bool msg_rdma_imm;              /* it is a Write's notice: msg_bytes went to the Write's target */
     uint32_t msg_imm_data;
     nd_sge *msg_sge;                /* the receive's buffers */

@@ -53,6 +53,10 @@ struct shm_conn {
     struct nd_qp_ctl *pctl;
     uint32_t peer_rq_entries, peer_max_sge, peer_slot_size;
     uint16_t peer_pd, peer_recv_pd; /* what the peer's queue pair (and its receives) may use */
+    /* STags our last Sends with Invalidate named: the peer revokes them only when it reaps
+     * those Sends, but our own later requests must already find them invalid. */
+    uint32_t inv_sent[8];
+    uint32_t inv_count;
     /* The peer's SRQ, when its queue pair takes receives from one. */
     uint8_t *psrq;
     struct nd_srq_layout psl;
@@ -405,7 +409,7 @@ static inline __attribute__((always_inline)) nd_status publish_receive(struct nd
                atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_relaxed));
     if (flags & ND_CQE_INLINE_DATA)
         gather(wr, e->data);
-    if (ND_UNLIKELY(flags & ND_CQE_IMM))
+    if (ND_UNLIKELY(flags & (ND_CQE_IMM | ND_CQE_INV)))
         nd_cqe_set_imm(e, wr->imm);
     nd_ring_commit(&c->pprod, e);
     if (!c->psrq)
@@ -423,8 +427,13 @@ static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
 
     if (st != ND_SUCCESS)
         return st;
-    if (ND_UNLIKELY(wr->flags & ND_WR_IMM)) {
-        flags |= ND_CQE_IMM;
+    if (ND_UNLIKELY(wr->flags & (ND_WR_IMM | ND_WR_INV))) {
+        if (wr->flags & ND_WR_IMM) {
+            flags |= ND_CQE_IMM;
+        } else {
+            flags |= ND_CQE_INV | ND_CQE_INV_ASK;
+            c->inv_sent[c->inv_count++ % ND_ARRAY_SIZE(c->inv_sent)] = wr->imm;
+        }
         if (wr->total <= ND_CQE_IMM_INLINE_MAX)
             goto inline_data;
     } else if (wr->total <= ND_CQE_INLINE_MAX) {
@@ -450,6 +459,14 @@ publish:
     return publish_receive(qp, c, k, status, wr, flags);
 }
 
+static bool invalidated_by_us(const struct shm_conn *c, uint32_t stag)
+{
+    for (uint32_t i = 0; i < ND_ARRAY_SIZE(c->inv_sent) && i < c->inv_count; i++)
+        if (c->inv_sent[i] == stag)
+            return true;
+    return false;
+}
+
 /* The bytes of a Write or Read (of at least one byte), checked against the peer's table. */
 static nd_status place_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
@@ -462,6 +479,8 @@ static nd_status place_rdma(struct nd_qp *qp, struct shm_conn *c, const struct n
     touch_begin(qp);
     if (terminated(qp, c))
         st = ND_CANCELED;
+    else if (ND_UNLIKELY(c->inv_count) && invalidated_by_us(c, wr->remote_token))
+        st = ND_ACCESS_VIOLATION;
     else if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, wr->remote_token, wr->remote_addr, wr->total,
                                  write ? ND_ACCESS_REMOTE_WRITE : ND_ACCESS_REMOTE_READ, c->peer_pd, &sh))
         st = ND_ACCESS_VIOLATION;
