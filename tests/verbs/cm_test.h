@@ -83,4 +83,24 @@ static inline pid_t fork_server(void (*server)(struct sockaddr_in *, int), struc
     return pid;
 }
 
+/* The next completion of @cq, whatever its status (busy-polled). */
+static inline struct ibv_wc cm_poll_one(struct ibv_cq *cq)
+{
+    struct ibv_wc wc;
+    int n;
+
+    while ((n = ibv_poll_cq(cq, 1, &wc)) == 0)
+        ;
+    CHECK(n == 1);
+    return wc;
+}
+
+static inline void cm_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *buf, uint32_t len, uint64_t id)
+{
+    struct ibv_sge sge = { (uintptr_t)buf, len, mr->lkey };
+    struct ibv_recv_wr rw = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+    CHECK(ibv_post_recv(qp, &rw, &bad) == 0);
+}
+
 #endif

@@ -24,14 +24,11 @@ struct target {
     uint32_t rkey;
 };
 
+/* The next completion, which must have succeeded. */
 static struct ibv_wc poll_one(struct ibv_cq *cq)
 {
-    struct ibv_wc wc;
-    int n;
+    struct ibv_wc wc = cm_poll_one(cq);
 
-    while ((n = ibv_poll_cq(cq, 1, &wc)) == 0)
-        ;
-    CHECK(n == 1);
     if (wc.status != IBV_WC_SUCCESS) {
         fprintf(stderr, "wc %llu: %s\n", (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
         exit(1);
@@ -50,14 +47,6 @@ static void expect_recv(struct ibv_cq *cq, uint64_t id, enum ibv_wc_opcode op, u
                 (unsigned long long)id, op, len, imm, value);
         exit(1);
     }
-}
-
-static void post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *buf, uint32_t len, uint64_t id)
-{
-    struct ibv_sge sge = { (uintptr_t)buf, len, mr->lkey };
-    struct ibv_recv_wr rw = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-    CHECK(ibv_post_recv(qp, &rw, &bad) == 0);
 }
 
 static void post(struct ibv_qp *qp, struct ibv_mr *mr, void *buf, uint32_t len, enum ibv_wr_opcode op, uint32_t imm,
@@ -89,7 +78,7 @@ static void server(struct sockaddr_in *addr, int ready)
     CHECK(mr && mmr);
     memset(msg, '.', sizeof(msg));
     for (int i = 0; i < NRECV; i++)
-        post_recv(c->qp, mmr, msg[i], sizeof(msg[i]), 50 + (uint64_t)i);
+        cm_post_recv(c->qp, mmr, msg[i], sizeof(msg[i]), 50 + (uint64_t)i);
     struct target t = { (uintptr_t)buf, mr->rkey };
     struct rdma_conn_param cp = { .private_data = &t, .private_data_len = sizeof(t), .responder_resources = 1 };
     CHECK(rdma_accept(c, &cp) == 0);

@@ -19,34 +19,15 @@ struct windows {
     uint32_t rkey2, rkey1_old, rkey1;
 };
 
-static struct ibv_wc poll_one(struct ibv_cq *cq)
-{
-    struct ibv_wc wc;
-    int n;
-
-    while ((n = ibv_poll_cq(cq, 1, &wc)) == 0)
-        ;
-    CHECK(n == 1);
-    return wc;
-}
-
 static void expect_wc(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_opcode op, enum ibv_wc_status st)
 {
-    struct ibv_wc wc = poll_one(cq);
+    struct ibv_wc wc = cm_poll_one(cq);
 
     if (wc.wr_id != wr_id || wc.status != st || (st == IBV_WC_SUCCESS && wc.opcode != op)) {
         fprintf(stderr, "wc wr_id %llu opcode %d status %s, wanted %llu %d %s\n", (unsigned long long)wc.wr_id,
                 wc.opcode, ibv_wc_status_str(wc.status), (unsigned long long)wr_id, op, ibv_wc_status_str(st));
         exit(1);
     }
-}
-
-static void post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *buf, uint32_t len, uint64_t id)
-{
-    struct ibv_sge sge = { (uintptr_t)buf, len, mr->lkey };
-    struct ibv_recv_wr rw = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-    CHECK(ibv_post_recv(qp, &rw, &bad) == 0);
 }
 
 static void send_msg(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, void *buf, uint32_t len)
@@ -128,7 +109,7 @@ static void server(struct sockaddr_in *addr, int ready)
     struct ibv_mw *mw1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1), *mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
     CHECK(mr && mmr && plain && mw1 && mw2 && mw1->type == IBV_MW_TYPE_1 && mw2->pd == pd);
     memset(buf + 4096, 'R', 256);
-    post_recv(c->qp, mmr, msg[1], sizeof(msg[1]), 50);
+    cm_post_recv(c->qp, mmr, msg[1], sizeof(msg[1]), 50);
     CHECK(rdma_accept(c, NULL) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
 
@@ -192,8 +173,8 @@ int main(void)
     struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
     struct ibv_mr *mmr = ibv_reg_mr(id->pd, msg, sizeof(msg), IBV_ACCESS_LOCAL_WRITE);
     CHECK(mr && mmr);
-    post_recv(id->qp, mmr, msg[0], sizeof(msg[0]), 60);
-    post_recv(id->qp, mmr, msg[1], sizeof(msg[1]), 61);
+    cm_post_recv(id->qp, mmr, msg[0], sizeof(msg[0]), 60);
+    cm_post_recv(id->qp, mmr, msg[1], sizeof(msg[1]), 61);
     CHECK(rdma_connect(id, NULL) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
 

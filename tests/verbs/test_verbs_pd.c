@@ -20,17 +20,6 @@ struct targets {
     uint32_t own_rkey, other_rkey;
 };
 
-static struct ibv_wc poll_one(struct ibv_cq *cq)
-{
-    struct ibv_wc wc;
-    int n;
-
-    while ((n = ibv_poll_cq(cq, 1, &wc)) == 0)
-        ;
-    CHECK(n == 1);
-    return wc;
-}
-
 static int post_write(struct ibv_qp *qp, struct ibv_mr *mr, void *buf, uint64_t addr, uint32_t rkey, uint64_t id)
 {
     struct ibv_sge sge = { (uintptr_t)buf, LEN, mr->lkey };
@@ -118,7 +107,7 @@ int main(void)
     memset(buf, 'A', sizeof(buf));
     memset(elsewhere, 'X', sizeof(elsewhere));
     CHECK(post_write(id->qp, mr, buf, t.own_addr, t.own_rkey, 1) == 0);
-    wc = poll_one(cq);
+    wc = cm_poll_one(cq);
     CHECK(wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS);
     /* A receive into our own buffer of another PD: refused when posted. */
     struct ibv_sge rs = { (uintptr_t)elsewhere, 64, mr2->lkey };
@@ -126,7 +115,7 @@ int main(void)
     CHECK(ibv_post_recv(id->qp, &rw, &rbad) != 0 && rbad == &rw);
     /* The peer's buffer of another PD than its QP's. */
     CHECK(post_write(id->qp, mr, buf, t.other_addr, t.other_rkey, 3) == 0);
-    wc = poll_one(cq);
+    wc = cm_poll_one(cq);
     if (wc.wr_id != 3 || wc.status != IBV_WC_REM_ACCESS_ERR) {
         fprintf(stderr, "write through another PD's rkey: wc %llu %s\n", (unsigned long long)wc.wr_id,
                 ibv_wc_status_str(wc.status));

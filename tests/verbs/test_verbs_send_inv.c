@@ -19,20 +19,9 @@ struct window {
     uint32_t rkey;
 };
 
-static struct ibv_wc poll_one(struct ibv_cq *cq)
-{
-    struct ibv_wc wc;
-    int n;
-
-    while ((n = ibv_poll_cq(cq, 1, &wc)) == 0)
-        ;
-    CHECK(n == 1);
-    return wc;
-}
-
 static void expect_wc(struct ibv_cq *cq, uint64_t id, enum ibv_wc_status st)
 {
-    struct ibv_wc wc = poll_one(cq);
+    struct ibv_wc wc = cm_poll_one(cq);
 
     if (wc.wr_id != id || wc.status != st) {
         fprintf(stderr, "wc %llu %s, wanted %llu %s\n", (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
@@ -53,14 +42,6 @@ static void post(struct ibv_qp *qp, struct ibv_mr *mr, void *buf, uint32_t len, 
     CHECK(ibv_post_send(qp, &wr, &bad) == 0);
 }
 
-static void post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *buf, uint32_t len, uint64_t id)
-{
-    struct ibv_sge sge = { (uintptr_t)buf, len, mr->lkey };
-    struct ibv_recv_wr rw = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-    CHECK(ibv_post_recv(qp, &rw, &bad) == 0);
-}
-
 static void server(struct sockaddr_in *addr, int ready)
 {
     struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -77,7 +58,7 @@ static void server(struct sockaddr_in *addr, int ready)
     struct ibv_mr *mmr = ibv_reg_mr(pd, msg, sizeof(msg), IBV_ACCESS_LOCAL_WRITE);
     struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
     CHECK(mr && mmr && mw);
-    post_recv(c->qp, mmr, msg[1], sizeof(msg[1]), 50);
+    cm_post_recv(c->qp, mmr, msg[1], sizeof(msg[1]), 50);
     CHECK(rdma_accept(c, NULL) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
 
@@ -92,7 +73,7 @@ static void server(struct sockaddr_in *addr, int ready)
     post(c->qp, mmr, msg[0], sizeof(w), IBV_WR_SEND, NULL, 0, 11);
     expect_wc(cq, 11, IBV_WC_SUCCESS);
 
-    struct ibv_wc wc = poll_one(rcq);
+    struct ibv_wc wc = cm_poll_one(rcq);
     if (wc.wr_id != 50 || wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || wc.byte_len != 5 ||
         !(wc.wc_flags & IBV_WC_WITH_INV) || wc.invalidated_rkey != rkey) {
         fprintf(stderr, "receive: %s opcode %d len %u flags 0x%x rkey 0x%x (window 0x%x)\n",
@@ -134,7 +115,7 @@ int main(void)
     struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
     struct ibv_mr *mmr = ibv_reg_mr(id->pd, msg, sizeof(msg), IBV_ACCESS_LOCAL_WRITE);
     CHECK(mr && mmr);
-    post_recv(id->qp, mmr, msg, sizeof(msg), 60);
+    cm_post_recv(id->qp, mmr, msg, sizeof(msg), 60);
     CHECK(rdma_connect(id, NULL) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
     expect_wc(rcq, 60, IBV_WC_SUCCESS);

@@ -180,6 +180,16 @@ static enum hdr_verdict take_receive(struct iw_conn *c)
     return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_IO_TIMEOUT);
 }
 
+/* A message on the Send queue, in MSN order (RFC 5041's untagged errors 0x01, 0x03). */
+static enum hdr_verdict check_send_queue(struct iw_conn *c)
+{
+    if (c->rh.qn != IW_QN_SEND)
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x01, ND_CANCELED);
+    if (c->rh.msn != c->expect_msn_send)
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, ND_CANCELED);
+    return HDR_OK;
+}
+
 static bool imm_opcode(uint8_t op)
 {
     return op >= IW_OP_ND_SEND_IMM && op <= IW_OP_ND_WRITE_SE_IMM;
@@ -191,10 +201,8 @@ static enum hdr_verdict check_write_notice(struct iw_conn *c, uint32_t plen)
     const struct iw_hdr *h = &c->rh;
     enum hdr_verdict v;
 
-    if (h->qn != IW_QN_SEND)
-        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x01, ND_CANCELED);
-    if (h->msn != c->expect_msn_send)
-        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, ND_CANCELED);
+    if ((v = check_send_queue(c)) != HDR_OK)
+        return v;
     if (c->msg_open || plen || !h->last)
         return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
     if ((v = take_receive(c)) != HDR_OK)
@@ -215,10 +223,8 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
     const struct iw_hdr *h = &c->rh;
     enum hdr_verdict v;
 
-    if (h->qn != IW_QN_SEND)
-        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x01, ND_CANCELED);
-    if (h->msn != c->expect_msn_send)
-        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, ND_CANCELED);
+    if ((v = check_send_queue(c)) != HDR_OK)
+        return v;
     if (!c->msg_open) {
         if (h->mo != 0)
             return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
