@@ -244,7 +244,6 @@ static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, con
     return ND_XLATE_OK;
 }
 
-/* An entry the peer wrote into our inbound ring. */
 /* Place a message into receive @k: from the entry itself (at most @entry_max bytes) or
  * from its slot. ND_XLATE_BAD: a length the entry cannot hold; *st: the receive's status. */
 static inline __attribute__((always_inline)) enum nd_xlate
