@@ -410,6 +410,8 @@ static void produce(struct nd_ring_producer *p, uint32_t k, nd_status st, uint32
     nd_ring_commit(p, slot);
 }
 
+static void flush_receives(struct nd_qp *qp);
+
 void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t k, nd_status st, uint32_t bytes)
 {
     struct nd_sq_slot *slot = &qp->sq[k & (qp->iq_entries - 1)];
@@ -422,6 +424,13 @@ void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t k, nd_status st, uint32
     }
     if (st != ND_SUCCESS && st != ND_CANCELED)
         nd_qp_fail_locked(qp, st);
+    if (st != ND_SUCCESS && qp->keep_receives && qp->state == ND_QPS_ERROR) {
+        /* A request failed on a QP whose peer is gone: now it is in error as verbs knows
+         * it, and its receives (after this result) flush as a failure's do. */
+        qp->keep_receives = false;
+        qp->fail_iq_mark = qp->iprod.prod;
+        flush_receives(qp);
+    }
 }
 
 static void flush_receives(struct nd_qp *qp)
@@ -451,13 +460,30 @@ void nd_qp_fail_locked(struct nd_qp *qp, nd_status status)
     nd_log(ND_LOG_INFO, ND_SUB_CORE, "QP %p enters the error state: %s", (void *)qp, nd_strerror(status));
     if (qp->tops && qp->tops->shutdown)
         qp->tops->shutdown(qp, status);
-    flush_receives(qp);
+    if (!qp->keep_receives)
+        flush_receives(qp);
 }
 
 void nd_qp_fail(struct nd_qp *qp, nd_status status)
 {
     nd_lock_acquire(&qp->lock);
     nd_qp_fail_locked(qp, status);
+    nd_lock_release(&qp->lock);
+}
+
+/* Flush and Release: the error state, and every receive completes (kept ones too). */
+static void fail_and_flush(struct nd_qp *qp)
+{
+    nd_lock_acquire(&qp->lock);
+    nd_qp_fail_locked(qp, ND_CANCELED);
+    flush_receives(qp);
+    nd_lock_release(&qp->lock);
+}
+
+void nd_qp_keep_receives(struct nd_qp *qp)
+{
+    nd_lock_acquire(&qp->lock);
+    qp->keep_receives = true;
     nd_lock_release(&qp->lock);
 }
 
@@ -656,7 +682,7 @@ ND_API nd_status nd_qp_close(nd_qp *qp)
 {
     if (!nd_qp_valid(qp))
         return ND_INVALID_HANDLE;
-    nd_qp_fail(qp, ND_CANCELED);
+    fail_and_flush(qp);
     nd_lock_acquire(&qp->lock);
     qp->magic = ND_MAGIC_DEAD;
     __atomic_store_n(&qp->has_progress, false, __ATOMIC_RELEASE);
@@ -691,6 +717,6 @@ ND_API nd_status nd_qp_flush(nd_qp *qp)
 {
     if (!nd_qp_valid(qp))
         return ND_INVALID_HANDLE;
-    nd_qp_fail(qp, ND_CANCELED);
+    fail_and_flush(qp);
     return ND_SUCCESS;
 }

@@ -140,6 +140,11 @@ struct nd_qp {
     uint16_t pd;                    /* protection domain (verbs; 0 for ND): set before connecting */
     enum nd_qp_state state;
     nd_status error;
+    /* A failure leaves the receives posted until a request of ours fails, or Flush or
+     * Release (verbs QPs connected by address vector: an RC QP whose peer is gone keeps
+     * its receives until a send of its own fails or the application moves it to ERR).
+     * Under lock. */
+    bool keep_receives;
     /* initiator queue */
     struct nd_sq_slot *sq;
     uint32_t sq_posted;             /* under lock */
@@ -194,6 +199,8 @@ void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t index, nd_status status
 /* Enter the error state: flush everything outstanding (QP lock held). */
 void nd_qp_fail_locked(struct nd_qp *qp, nd_status status);
 void nd_qp_fail(struct nd_qp *qp, nd_status status);
+/* From now on a failure of @qp leaves its receives posted (keep_receives). */
+void nd_qp_keep_receives(struct nd_qp *qp);
 /* Carry out a Bind or Invalidate now, in its turn (QP lock held). */
 nd_status nd_qp_local_op(struct nd_qp *qp, const struct nd_wr *wr);
 /* Are the local SGEs of @wr registered with the rights it needs (INLINE needs none)? QP lock held. */

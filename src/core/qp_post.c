@@ -248,12 +248,12 @@ ND_API nd_status nd_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t
                                           sge[i].memory_region_token };
     __atomic_store_n(&qp->rq_posted, k + 1, __ATOMIC_RELEASE);
     atomic_store_explicit(&qp->ctl->rq_prod, k + 1, memory_order_release);
-    if (qp->state == ND_QPS_ERROR) {
+    if (qp->state == ND_QPS_ERROR && !qp->keep_receives) {
         struct nd_cqe e = { .wr_index = k, .status = ND_CANCELED, .type = ND_REQUEST_TYPE_RECEIVE };
 
         nd_ring_produce(&qp->lprod, &e);
         qp->rq_flushed = k + 1;
-    } else if (qp->tops && qp->tops->recv_posted) {
+    } else if (qp->state != ND_QPS_ERROR && qp->tops && qp->tops->recv_posted) {
         qp->tops->recv_posted(qp);
     }
 out:

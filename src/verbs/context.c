@@ -55,6 +55,7 @@ VB_API struct ibv_context *ibv_open_device(struct ibv_device *device)
     pthread_mutex_init(&c->event_lock, NULL);
     pthread_mutex_init(&c->mw_lock, NULL);
     pthread_mutex_init(&c->pd_lock, NULL);
+    pthread_mutex_init(&c->av_lock, NULL);
     st = nd_adapter_create(0, &c->adapter);
     if (st == ND_SUCCESS)
         st = nd_port_create(&c->port);
@@ -73,6 +74,7 @@ VB_API struct ibv_context *ibv_open_device(struct ibv_device *device)
         pthread_mutex_destroy(&c->event_lock);
         pthread_mutex_destroy(&c->mw_lock);
         pthread_mutex_destroy(&c->pd_lock);
+        pthread_mutex_destroy(&c->av_lock);
         free(c);
         errno = e;
         return NULL;
@@ -97,6 +99,8 @@ VB_API int ibv_close_device(struct ibv_context *ctx)
     struct vb_context *c = vb_ctx(ctx);
 
     vb_event_thread_stop(c);
+    vb_av_close(c);             /* its listeners and connectors are on the port */
+    pthread_mutex_destroy(&c->av_lock);
     pthread_mutex_destroy(&c->event_lock);
     pthread_mutex_destroy(&c->mw_lock);
     pthread_mutex_destroy(&c->pd_lock);

@@ -2,8 +2,8 @@
 /*
  * Reliable connected queue pairs over the core's. A QP is connected by the CM (librdmacm,
  * through the private entry points at the end): the library moves it through INIT, RTR
- * and RTS as the connection is made, and to ERR when it ends. Moving a QP to RTR with an
- * address vector (the rc_pingpong way) is not served yet.
+ * and RTS as the connection is made, and to ERR when it ends. Or the application connects
+ * it by moving it to RTR with an address vector (the rc_pingpong way): av.c.
  *
  * Work requests map one to one: ibv_sge has nd_sge's layout, wr_id is the request
  * context, and a send request without IBV_SEND_SIGNALED on a QP without sq_sig_all is a
@@ -95,7 +95,12 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
     q->qp.send_cq = attr->send_cq;
     q->qp.recv_cq = attr->recv_cq;
     q->qp.srq = attr->srq;
-    q->qp.qp_num = __atomic_fetch_add(&next_qp_num, 1, __ATOMIC_RELAXED);
+    q->av.held_tail = &q->av.held;
+    /* A number that says where the QP can be dialled (av.c); a counter, below every such
+     * number, when no listener can be had. */
+    q->qp.qp_num = vb_av_attach(c, q);
+    if (!q->qp.qp_num)
+        q->qp.qp_num = __atomic_fetch_add(&next_qp_num, 1, __ATOMIC_RELAXED);
     q->qp.state = IBV_QPS_RESET;
     q->qp.qp_type = IBV_QPT_RC;
     pthread_mutex_init(&q->qp.mutex, NULL);
@@ -113,6 +118,7 @@ VB_API int ibv_destroy_qp(struct ibv_qp *qp)
 
     if (!qp)
         return EINVAL;
+    vb_av_detach(q);
     st = nd_qp_close(q->core);
     if (st != ND_SUCCESS)
         return vb_errno(st);
@@ -131,8 +137,9 @@ void vb_qp_free(struct vb_qp *q)
     free(q);
 }
 
-/* The state moves a connected RC QP makes; with IBV_QP_AV (a connection made by the
- * application's own exchange) RTR is not served yet. ERR flushes every request. */
+/* The state moves a connected RC QP makes. RTR with IBV_QP_AV on a QP the CM did not
+ * connect starts the connection to the QP the address vector names (av.c). ERR flushes
+ * every request. */
 VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
     struct vb_qp *q = (struct vb_qp *)qp;
@@ -152,12 +159,18 @@ VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
     case IBV_QPS_RTR:
         if (now != IBV_QPS_INIT)
             return EINVAL;
-        if ((mask & IBV_QP_AV) && !q->cm_connected)
-            return EOPNOTSUPP;
+        if ((mask & IBV_QP_AV) && !q->cm_connected) {
+            int err = vb_av_rtr(q, attr, mask);
+
+            if (err)
+                return err;
+        }
         break;
     case IBV_QPS_RTS:
         if (now != IBV_QPS_RTR && now != IBV_QPS_RTS)
             return EINVAL;
+        if (q->av.on)
+            vb_av_rts(q, attr, mask);
         break;
     case IBV_QPS_ERR:
         nd_qp_flush(q->core);
@@ -183,6 +196,15 @@ VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, s
     attr->cap = q->cap;
     attr->port_num = VB_PORT;
     attr->max_rd_atomic = attr->max_dest_rd_atomic = (uint8_t)q->ird;
+    if (q->av.on) {
+        attr->dest_qp_num = q->av.dest_qpn;
+        attr->ah_attr = q->av.ah;
+        attr->max_dest_rd_atomic = (uint8_t)q->av.ird;
+        attr->max_rd_atomic = (uint8_t)q->av.ord;
+        attr->timeout = q->av.timeout;
+        attr->retry_cnt = q->av.retry_cnt;
+        attr->rnr_retry = q->av.rnr_retry;
+    }
     memset(init, 0, sizeof(*init));
     init->qp_context = qp->qp_context;
     init->send_cq = qp->send_cq;
@@ -221,6 +243,15 @@ static int post_errno(nd_status st)
 }
 
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    struct vb_qp *q = (struct vb_qp *)qp;
+
+    if (__builtin_expect(__atomic_load_n(&q->av.hold, __ATOMIC_ACQUIRE), 0))
+        return vb_av_post_send(q, wr, bad);
+    return vb_post_send_now(qp, wr, bad);
+}
+
+int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
     struct vb_qp *q = (struct vb_qp *)qp;
 

@@ -17,6 +17,8 @@
 #define VB_API __attribute__((visibility("default")))
 #define VB_PORT 1                   /* the one port */
 #define VB_GID_MAX 128              /* the GID table's length */
+#define VB_AV_SLOTS 255             /* QPs per AV listener (av.c): the QP number's low byte */
+#define VB_AV_LISTENERS 64
 
 enum vb_personality { VB_ROCE, VB_IWARP };
 
@@ -48,6 +50,15 @@ struct vb_context {
     pthread_t event_thread;
     bool event_started;
     nd_overlapped stop_ov;
+    nd_overlapped kick_ov;          /* wakes the event thread (vb_event_thread_kick) */
+    bool kick_queued;               /* atomic */
+    /* QPs connected with an address vector (av.c), under av_lock. */
+    pthread_mutex_t av_lock;
+    struct av_listener *av_listeners[VB_AV_LISTENERS];
+    uint32_t av_nlisteners;
+    uint32_t av_deadlines;          /* QPs whose held sends have a deadline */
+    struct av_link *av_orphans;     /* links of destroyed QPs, a request still out */
+    bool av_closing;
     /* Memory windows, found by rkey for IBV_WR_LOCAL_INV (mw_lock). */
     pthread_mutex_t mw_lock;
     struct vb_mw *windows;
@@ -90,6 +101,27 @@ struct vb_cq {
     uint64_t empty_since_ns;        /* when the row reached VB_POLL_CLOCK_EVERY */
 };
 
+/* A QP's connection made with an address vector (av.c); av_lock, except hold. */
+struct vb_av_qp {
+    struct av_listener *listener;   /* whose slot gives the QP its number */
+    uint32_t slot;
+    bool on;                        /* moved to RTR with an address vector */
+    bool dialer;
+    bool failed;
+    bool hold;                      /* atomic: sends are held until the connection is up */
+    uint32_t dest_qpn;
+    uint32_t ird, ord;
+    struct ibv_ah_attr ah;          /* as RTR gave it, for ibv_query_qp */
+    uint8_t timeout, retry_cnt, rnr_retry;  /* as RTS gave them */
+    uint64_t retry_ns;              /* how long held sends may wait (0: forever) */
+    uint64_t deadline_ns;           /* when the held sends fail (0: none) */
+    struct av_link *link;           /* the connection: dialling, accepting or up */
+    struct av_link *parked;         /* a request that came before our RTR */
+    uint32_t parked_src;            /* the QP number it came from */
+    struct av_held *held, **held_tail;
+    uint32_t nheld;
+};
+
 struct vb_qp {
     struct ibv_qp qp;
     nd_qp *core;
@@ -97,6 +129,7 @@ struct vb_qp {
     bool sig_all;
     bool cm_connected;              /* the CM made its connection */
     uint32_t ird, ord;              /* the connection's read limits */
+    struct vb_av_qp av;
     /* Destroyed: the core may still hand over completions it had queued, which polls drop
      * (rdma-core's providers clean them out of the CQ). The QP is freed with the last of
      * its CQs (grave_refs of them), so a poll never reads freed memory. */
@@ -130,6 +163,7 @@ int vb_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 int vb_post_bind(struct ibv_qp *qp, const struct ibv_send_wr *wr, uint32_t flags);
 int vb_post_local_inv(struct vb_context *c, nd_qp *qp, const struct ibv_send_wr *wr, uint32_t flags);
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 void vb_cq_bury(struct ibv_cq *cq, struct vb_qp *q, int slot);
 void vb_qp_free(struct vb_qp *q);
@@ -145,5 +179,17 @@ extern const char vb_srq_limit_tag;
 struct vb_srq *vb_srq_of_limit(nd_overlapped *ov);
 void vb_srq_limit_fired(struct vb_srq *s, nd_status st);
 void vb_event_thread_stop(struct vb_context *c);
+void vb_event_thread_kick(struct vb_context *c);
+
+/* av.c: QPs connected by the application's own exchange. */
+extern const char vb_av_tag;
+uint32_t vb_av_attach(struct vb_context *c, struct vb_qp *q);
+void vb_av_detach(struct vb_qp *q);
+int vb_av_rtr(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask);
+void vb_av_rts(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask);
+int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+void vb_av_completed(struct vb_context *c, nd_overlapped *ov);
+int vb_av_tick(struct vb_context *c);
+void vb_av_close(struct vb_context *c);
 
 #endif

@@ -16,6 +16,7 @@ programs=${*:-ib_send_lat ib_send_bw ib_write_lat ib_write_bw ib_read_lat ib_rea
 # Below the ephemeral range, apart from the other tests' ports.
 port=$((26000 + $$ % 330 * 12))
 pair_timeout=240
+retry_on="Can't produce a report"
 
 for transport in $transports; do
     for prog in $programs; do

@@ -1,0 +1,595 @@
+// SPDX-License-Identifier: MIT
+/*
+ * QPs connected by the application's own exchange: ibv_modify_qp to RTR with an address
+ * vector (ibv_rc_pingpong, perftest without -R, UCX). The core connects QPs through its
+ * CM, so each such QP is reachable as an endpoint of it:
+ *
+ * - A context listens on the wildcard address at ports it reserved; a QP's number is one
+ *   such port << 8 | a slot of that listener. A peer that learned (GID, QP number) knows
+ *   where to dial.
+ * - Of two QPs moved to RTR towards each other, the one with the lower (QP number, GID)
+ *   dials; the other accepts the request that names it. A request that arrives before its
+ *   QP is at RTR waits (parked) until it is.
+ * - RTR and RTS never wait for the peer (each side may move its QP before the peer has even
+ *   learned its number). Sends posted before the connection is up are copied and held;
+ *   they go to the core, in order, the moment it is. Held sends that wait longer than the
+ *   retry time the QP was given (at least AV_HOLD_FLOOR_NS) fail the QP: everything
+ *   outstanding completes IBV_WC_WR_FLUSH_ERR. Receives go to the core at once (it keeps
+ *   them for the connection).
+ *
+ * The context's event thread runs every step after RTR (its port carries the listeners'
+ * and connectors' requests), so a program asleep elsewhere still gets connected.
+ */
+#include "verbs_int.h"
+#include "core/log.h"
+#include "core/qp_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AV_HELLO_MAGIC 0x4e444156u  /* "NDAV" */
+#define AV_HOLD_FLOOR_NS (5ull * 1000000000ull)
+
+const char vb_av_tag = 'a';
+
+/* The private data of an AV connection request (network order). */
+struct av_hello {
+    uint32_t magic;
+    uint32_t dst_qpn;
+    uint32_t src_qpn;
+};
+
+enum av_step { AVL_GETREQ, AVL_CONNECT, AVL_COMPLETE, AVL_ACCEPT, AVL_UP };
+
+/* One connector and its request on the context's port. It outlives its QP while the
+ * core still holds a request of it (the event thread frees it then). */
+struct av_link {
+    nd_overlapped ov;               /* first: the port hands back its address */
+    struct vb_context *c;
+    struct vb_qp *q;                /* NULL once the QP is destroyed (av_lock) */
+    struct av_listener *ls;         /* a GetConnectionRequest's listener */
+    nd_connector *conn;
+    enum av_step step;
+    bool pending;                   /* a request is with the core (av_lock) */
+    struct av_link *next_orphan;
+};
+
+struct av_listener {
+    nd_listener *l;
+    uint16_t port;
+    uint32_t used;
+    struct vb_qp *slot[VB_AV_SLOTS];
+    struct av_link *req;            /* the GetConnectionRequest out */
+};
+
+/* A send posted before the connection is up, with its own copy of the SGEs (and of the
+ * bytes, for inline data). */
+struct av_held {
+    struct av_held *next;
+    struct ibv_send_wr wr;
+    struct ibv_sge sge[];
+};
+
+static struct av_link *link_new(struct vb_context *c, struct vb_qp *q, enum av_step step)
+{
+    struct av_link *k = calloc(1, sizeof(*k));
+
+    if (!k)
+        return NULL;
+    if (nd_adapter_create_connector(c->adapter, c->port, &k->conn) != ND_SUCCESS) {
+        free(k);
+        return NULL;
+    }
+    k->c = c;
+    k->q = q;
+    k->step = step;
+    k->ov.user_context = (void *)&vb_av_tag;
+    return k;
+}
+
+static void link_free(struct av_link *k)
+{
+    if (k->conn)
+        nd_connector_close(k->conn);
+    free(k);
+}
+
+/* The core took (ND_PENDING) or finished a request of @k (av_lock held). */
+static bool link_started(struct av_link *k, nd_status st)
+{
+    if (st == ND_PENDING) {
+        k->pending = true;
+        return true;
+    }
+    return false;
+}
+
+static void post_getreq(struct vb_context *c, struct av_listener *ls)
+{
+    struct av_link *k = link_new(c, NULL, AVL_GETREQ);
+
+    ls->req = k;
+    if (!k)
+        return;
+    k->ls = ls;
+    if (!link_started(k, nd_listener_get_connection_request(ls->l, k->conn, &k->ov))) {
+        link_free(k);
+        ls->req = NULL;
+    }
+}
+
+static struct av_listener *listener_new(struct vb_context *c)
+{
+    struct av_listener *ls = calloc(1, sizeof(*ls));
+    struct sockaddr_in any = { .sin_family = AF_INET };
+    struct sockaddr_storage got;
+    uint32_t len = sizeof(got);
+
+    if (!ls)
+        return NULL;
+    if (nd_adapter_create_listener(c->adapter, c->port, &ls->l) != ND_SUCCESS) {
+        free(ls);
+        return NULL;
+    }
+    if (nd_listener_bind(ls->l, (struct sockaddr *)&any, sizeof(any)) != ND_SUCCESS ||
+        nd_listener_listen(ls->l, 0) != ND_SUCCESS ||
+        nd_listener_get_local_address(ls->l, (struct sockaddr *)&got, &len) != ND_SUCCESS) {
+        nd_listener_close(ls->l);
+        free(ls);
+        return NULL;
+    }
+    ls->port = ntohs(((struct sockaddr_in *)&got)->sin_port);
+    post_getreq(c, ls);
+    return ls;
+}
+
+/* A QP number for @q: a free slot of one of the context's listeners. 0 when none can be
+ * had (the QP then cannot be connected with an address vector). */
+uint32_t vb_av_attach(struct vb_context *c, struct vb_qp *q)
+{
+    uint32_t qpn = 0;
+
+    pthread_mutex_lock(&c->av_lock);
+    for (uint32_t i = 0; i <= c->av_nlisteners && !qpn; i++) {
+        struct av_listener *ls;
+
+        if (i == c->av_nlisteners) {
+            if (i == VB_AV_LISTENERS || !(ls = listener_new(c)))
+                break;
+            c->av_listeners[c->av_nlisteners++] = ls;
+        }
+        ls = c->av_listeners[i];
+        if (ls->used == VB_AV_SLOTS)
+            continue;
+        for (uint32_t s = 0; s < VB_AV_SLOTS; s++)
+            if (!ls->slot[s]) {
+                ls->slot[s] = q;
+                ls->used++;
+                q->av.listener = ls;
+                q->av.slot = s;
+                qpn = (uint32_t)ls->port << 8 | s;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&c->av_lock);
+    return qpn;
+}
+
+static void hold_free_all(struct vb_qp *q)
+{
+    if (q->av.deadline_ns) {
+        __atomic_sub_fetch(&vb_ctx(q->qp.context)->av_deadlines, 1, __ATOMIC_RELAXED);
+        q->av.deadline_ns = 0;
+    }
+    while (q->av.held) {
+        struct av_held *h = q->av.held;
+
+        q->av.held = h->next;
+        free(h);
+    }
+    q->av.held_tail = &q->av.held;
+    q->av.nheld = 0;
+}
+
+/* The connection is up, or will never be (@failed): the held sends go to the core in their
+ * order, then posts go straight there (av_lock held). On a failed QP the core completes
+ * each with a flush. */
+static void release_held(struct vb_qp *q, bool failed)
+{
+    if (failed) {
+        nd_qp_flush(q->core);
+        __atomic_store_n(&q->qp.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+    }
+    for (struct av_held *h = q->av.held; h; h = h->next) {
+        struct ibv_send_wr *bad;
+
+        h->wr.next = NULL;
+        if (vb_post_send_now(&q->qp, &h->wr, &bad) != 0)
+            nd_log(ND_LOG_WARN, ND_SUB_VERBS, "verbs: a held send of QP %u could not be posted", q->qp.qp_num);
+    }
+    hold_free_all(q);
+    __atomic_store_n(&q->av.hold, false, __ATOMIC_RELEASE);
+}
+
+static void link_orphan(struct vb_context *c, struct av_link *k)
+{
+    k->q = NULL;
+    if (k->pending) {
+        nd_connector_cancel_overlapped_requests(k->conn);
+        k->next_orphan = c->av_orphans;
+        c->av_orphans = k;
+        return;
+    }
+    link_free(k);
+}
+
+static void qp_failed(struct vb_qp *q, nd_status why)
+{
+    nd_log(ND_LOG_INFO, ND_SUB_VERBS, "verbs: QP %u: no connection to QP %u (%s)", q->qp.qp_num, q->av.dest_qpn,
+           nd_strerror(why));
+    q->av.failed = true;
+    release_held(q, true);
+}
+
+static void accept_request(struct vb_qp *q, struct av_link *k)
+{
+    nd_status st;
+
+    q->av.link = k;
+    k->q = q;
+    k->step = AVL_ACCEPT;
+    st = nd_connector_accept(k->conn, q->core, q->av.ird, q->av.ord, NULL, 0, &k->ov);
+    if (!link_started(k, st) && st != ND_SUCCESS)
+        qp_failed(q, st);
+    else if (st == ND_SUCCESS)
+        release_held(q, false);
+}
+
+static void reject_link(struct av_link *k)
+{
+    nd_connector_reject(k->conn, NULL, 0);
+    link_free(k);
+}
+
+/* A request arrived on @ls, in @k (av_lock held). */
+static void handle_request(struct av_listener *ls, struct av_link *k)
+{
+    struct av_hello h;
+    uint32_t len = sizeof(h);
+    struct vb_qp *q = NULL;
+    uint32_t dst;
+
+    if (nd_connector_get_private_data(k->conn, &h, &len) != ND_SUCCESS || len != sizeof(h) ||
+        ntohl(h.magic) != AV_HELLO_MAGIC) {
+        reject_link(k);
+        return;
+    }
+    dst = ntohl(h.dst_qpn);
+    if (dst >> 8 == ls->port && (dst & 0xff) < VB_AV_SLOTS)
+        q = ls->slot[dst & 0xff];
+    if (!q || q->av.link || (q->av.on && (q->av.dialer || q->av.dest_qpn != ntohl(h.src_qpn)))) {
+        reject_link(k);
+        return;
+    }
+    k->ls = NULL;
+    if (!q->av.on) {
+        /* Before our RTR: it waits for it; a later request for the same QP replaces it. */
+        if (q->av.parked)
+            reject_link(q->av.parked);
+        q->av.parked = k;
+        q->av.parked_src = ntohl(h.src_qpn);
+        return;
+    }
+    accept_request(q, k);
+}
+
+/* The event thread: a request of the AV machinery completed. */
+void vb_av_completed(struct vb_context *c, nd_overlapped *ov)
+{
+    struct av_link *k = (struct av_link *)ov;
+    nd_status st = nd_get_overlapped_result(ov, 0);
+    struct vb_qp *q;
+
+    pthread_mutex_lock(&c->av_lock);
+    k->pending = false;
+    q = k->q;
+    if (k->step == AVL_GETREQ) {
+        struct av_listener *ls = k->ls;
+
+        if (st == ND_SUCCESS && !c->av_closing) {
+            handle_request(ls, k);
+            post_getreq(c, ls);
+        } else if (!c->av_closing) {
+            link_free(k);
+            post_getreq(c, ls);
+        }
+        /* Closing: the listener's close cancelled it; vb_av_close frees it. */
+        pthread_mutex_unlock(&c->av_lock);
+        return;
+    }
+    if (!q) {
+        /* Its QP is gone: unlink from the orphans and free. */
+        for (struct av_link **p = &c->av_orphans; *p; p = &(*p)->next_orphan)
+            if (*p == k) {
+                *p = k->next_orphan;
+                break;
+            }
+        link_free(k);
+    } else if (st != ND_SUCCESS) {
+        qp_failed(q, st);
+    } else if (k->step == AVL_CONNECT) {
+        k->step = AVL_COMPLETE;
+        st = nd_connector_complete_connect(k->conn, &k->ov);
+        if (st == ND_SUCCESS)
+            release_held(q, false);
+        else if (!link_started(k, st))
+            qp_failed(q, st);
+    } else {
+        k->step = AVL_UP;
+        release_held(q, false);
+    }
+    pthread_mutex_unlock(&c->av_lock);
+}
+
+/* The local and the peer's address of an address vector; EINVAL unless both are IPv4
+ * GIDs (IPv4-mapped, RoCE v2), as this device's are. */
+static int av_addresses(const struct ibv_qp_attr *attr, struct sockaddr_in *local, struct sockaddr_in *peer)
+{
+    static const uint8_t v4map[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+    const struct ibv_global_route *g = &attr->ah_attr.grh;
+    struct vb_gid gids[VB_GID_MAX];
+    uint32_t n = vb_gids(gids, VB_GID_MAX);
+
+    if (!attr->ah_attr.is_global || g->sgid_index >= n || !gids[g->sgid_index].ipv4 ||
+        memcmp(g->dgid.raw, v4map, sizeof(v4map)) != 0)
+        return EINVAL;
+    memset(local, 0, sizeof(*local));
+    memset(peer, 0, sizeof(*peer));
+    local->sin_family = peer->sin_family = AF_INET;
+    memcpy(&local->sin_addr, &gids[g->sgid_index].gid.raw[12], 4);
+    memcpy(&peer->sin_addr, &g->dgid.raw[12], 4);
+    peer->sin_port = htons((uint16_t)(attr->dest_qp_num >> 8));
+    return 0;
+}
+
+static int start_dial(struct vb_context *c, struct vb_qp *q, const struct sockaddr_in *local,
+                      const struct sockaddr_in *peer)
+{
+    struct av_hello h = { htonl(AV_HELLO_MAGIC), htonl(q->av.dest_qpn), htonl(q->qp.qp_num) };
+    struct av_link *k = link_new(c, q, AVL_CONNECT);
+    nd_status st;
+
+    if (!k)
+        return ENOMEM;
+    st = nd_connector_bind(k->conn, (const struct sockaddr *)local, sizeof(*local));
+    if (st == ND_SUCCESS)
+        st = nd_connector_connect(k->conn, q->core, (const struct sockaddr *)peer, sizeof(*peer), q->av.ird,
+                                  q->av.ord, &h, sizeof(h), &k->ov);
+    if (!link_started(k, st)) {
+        link_free(k);
+        return vb_errno(st);
+    }
+    q->av.link = k;
+    return 0;
+}
+
+/* ibv_modify_qp to RTR with IBV_QP_AV: decide who dials, and start. */
+int vb_av_rtr(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
+{
+    struct vb_context *c = vb_ctx(q->qp.context);
+    struct sockaddr_in local, peer;
+    int err;
+
+    if (!(mask & IBV_QP_DEST_QPN) || !q->av.listener)
+        return EINVAL;
+    err = av_addresses(attr, &local, &peer);
+    if (err)
+        return err;
+    err = vb_event_thread_start(c);
+    if (err)
+        return err;
+    pthread_mutex_lock(&c->av_lock);
+    if (q->av.on) {
+        pthread_mutex_unlock(&c->av_lock);
+        return EINVAL;
+    }
+    q->av.dest_qpn = attr->dest_qp_num;
+    q->av.ah = attr->ah_attr;
+    q->av.ird = (mask & IBV_QP_MAX_DEST_RD_ATOMIC) ? attr->max_dest_rd_atomic : 1;
+    if (q->av.ird > nd_limits.max_inbound_read_limit)
+        q->av.ird = nd_limits.max_inbound_read_limit;
+    /* The RTS step gives max_rd_atomic, after the connection may be under way: offer the
+     * device's, which the peer's RTR limit clamps. */
+    q->av.ord = nd_limits.max_outbound_read_limit;
+    q->av.dialer = q->qp.qp_num != attr->dest_qp_num ? q->qp.qp_num < attr->dest_qp_num
+                   : memcmp(&local.sin_addr, &peer.sin_addr, 4) < 0;
+    q->av.on = true;
+    /* The peer's QP may go without a word (destroyed, its process gone): as on an RC
+     * fabric, ours stays as it is and keeps its receives until a send of its own fails. */
+    nd_qp_keep_receives(q->core);
+    __atomic_store_n(&q->av.hold, true, __ATOMIC_RELEASE);
+    if (q->av.dialer) {
+        err = start_dial(c, q, &local, &peer);
+        if (err && err != ENOMEM) {
+            /* Unreachable (refused, no route): RTR itself succeeds, as on a fabric; the
+             * sends fail instead, the held ones now. */
+            qp_failed(q, ND_CONNECTION_REFUSED);
+            err = 0;
+        }
+    } else if (q->av.parked) {
+        struct av_link *k = q->av.parked;
+
+        q->av.parked = NULL;
+        if (q->av.parked_src == q->av.dest_qpn)
+            accept_request(q, k);
+        else
+            reject_link(k);
+    }
+    if (err) {
+        q->av.on = false;
+        __atomic_store_n(&q->av.hold, false, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&c->av_lock);
+    return err;
+}
+
+/* ibv_modify_qp to RTS: the retry budget of held sends (IBV_QP_TIMEOUT, IBV_QP_RETRY_CNT;
+ * timeout 0 waits forever, as it retries forever on InfiniBand). */
+void vb_av_rts(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
+{
+    uint64_t t = (mask & IBV_QP_TIMEOUT) ? attr->timeout : 14;
+    uint64_t tries = ((mask & IBV_QP_RETRY_CNT) ? attr->retry_cnt : 7) + 1;
+    uint64_t ns = t >= 32 ? UINT64_MAX / 4 : 4096ull << t;
+
+    q->av.timeout = (uint8_t)t;
+    q->av.retry_cnt = (uint8_t)(tries - 1);
+    q->av.rnr_retry = (mask & IBV_QP_RNR_RETRY) ? attr->rnr_retry : 7;
+
+    q->av.retry_ns = t == 0 ? 0 : ns * tries < AV_HOLD_FLOOR_NS ? AV_HOLD_FLOOR_NS : ns * tries;
+}
+
+static struct av_held *held_copy(const struct ibv_send_wr *wr)
+{
+    size_t n = wr->num_sge > 0 ? (size_t)wr->num_sge : 0, bytes = 0;
+    struct av_held *h;
+    uint8_t *data;
+
+    if (wr->send_flags & IBV_SEND_INLINE)
+        for (size_t i = 0; i < n; i++)
+            bytes += wr->sg_list[i].length;
+    h = malloc(sizeof(*h) + n * sizeof(struct ibv_sge) + bytes);
+    if (!h)
+        return NULL;
+    h->next = NULL;
+    h->wr = *wr;
+    h->wr.sg_list = h->sge;
+    memcpy(h->sge, wr->sg_list, n * sizeof(struct ibv_sge));
+    data = (uint8_t *)&h->sge[n];
+    if (wr->send_flags & IBV_SEND_INLINE)
+        for (size_t i = 0; i < n; i++) {
+            memcpy(data, (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+            h->sge[i].addr = (uintptr_t)data;
+            data += wr->sg_list[i].length;
+        }
+    return h;
+}
+
+/* ibv_post_send on a QP whose connection is not up yet: hold copies (or post, if it came
+ * up meanwhile). */
+int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    struct vb_context *c = vb_ctx(q->qp.context);
+    bool kick = false;
+    int err = 0;
+
+    pthread_mutex_lock(&c->av_lock);
+    if (!__atomic_load_n(&q->av.hold, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&c->av_lock);
+        return vb_post_send_now(&q->qp, wr, bad);
+    }
+    if (__atomic_load_n(&q->qp.state, __ATOMIC_ACQUIRE) != IBV_QPS_RTS) {
+        *bad = wr;
+        pthread_mutex_unlock(&c->av_lock);
+        return EINVAL;
+    }
+    for (; wr; wr = wr->next) {
+        struct av_held *h;
+
+        if (q->av.nheld >= q->cap.max_send_wr || wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge) {
+            err = wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge ? EINVAL : ENOMEM;
+            break;
+        }
+        if (!(h = held_copy(wr))) {
+            err = ENOMEM;
+            break;
+        }
+        *q->av.held_tail = h;
+        q->av.held_tail = &h->next;
+        q->av.nheld++;
+        if (!q->av.deadline_ns && q->av.retry_ns) {
+            q->av.deadline_ns = nd_now_ns() + q->av.retry_ns;
+            __atomic_add_fetch(&c->av_deadlines, 1, __ATOMIC_RELAXED);
+            kick = true;
+        }
+    }
+    if (err)
+        *bad = wr;
+    pthread_mutex_unlock(&c->av_lock);
+    if (kick)
+        vb_event_thread_kick(c);
+    return err;
+}
+
+/* The event thread, between requests: fail the QPs whose held sends waited too long.
+ * Returns how long it may wait before it looks again, in ms (-1: until a request). */
+int vb_av_tick(struct vb_context *c)
+{
+    uint64_t now, next = UINT64_MAX;
+
+    if (!__atomic_load_n(&c->av_deadlines, __ATOMIC_RELAXED))
+        return -1;
+    now = nd_now_ns();
+    pthread_mutex_lock(&c->av_lock);
+    for (uint32_t i = 0; i < c->av_nlisteners; i++)
+        for (uint32_t s = 0; s < VB_AV_SLOTS; s++) {
+            struct vb_qp *q = c->av_listeners[i]->slot[s];
+
+            if (!q || !q->av.deadline_ns)
+                continue;
+            if (q->av.deadline_ns <= now)
+                qp_failed(q, ND_IO_TIMEOUT);
+            else if (q->av.deadline_ns < next)
+                next = q->av.deadline_ns;
+        }
+    pthread_mutex_unlock(&c->av_lock);
+    return next == UINT64_MAX ? -1 : (int)((next - now) / 1000000 + 1);
+}
+
+/* ibv_destroy_qp: the QP leaves its slot; its connector closes (a connected one
+ * disconnects, which flushes the peer's QP). */
+void vb_av_detach(struct vb_qp *q)
+{
+    struct vb_context *c = vb_ctx(q->qp.context);
+    struct av_listener *ls = q->av.listener;
+
+    if (!ls)
+        return;
+    pthread_mutex_lock(&c->av_lock);
+    ls->slot[q->av.slot] = NULL;
+    ls->used--;
+    q->av.listener = NULL;
+    if (q->av.link)
+        link_orphan(c, q->av.link);
+    if (q->av.parked)
+        reject_link(q->av.parked);
+    q->av.link = q->av.parked = NULL;
+    hold_free_all(q);
+    __atomic_store_n(&q->av.hold, false, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&c->av_lock);
+}
+
+/* ibv_close_device, after the event thread stopped: every QP is gone. */
+void vb_av_close(struct vb_context *c)
+{
+    pthread_mutex_lock(&c->av_lock);
+    c->av_closing = true;
+    for (uint32_t i = 0; i < c->av_nlisteners; i++) {
+        struct av_listener *ls = c->av_listeners[i];
+
+        nd_listener_close(ls->l);   /* its request completes cancelled */
+        if (ls->req)
+            link_free(ls->req);
+        free(ls);
+    }
+    c->av_nlisteners = 0;
+    while (c->av_orphans) {
+        struct av_link *k = c->av_orphans;
+
+        c->av_orphans = k->next_orphan;
+        link_free(k);
+    }
+    pthread_mutex_unlock(&c->av_lock);
+}
