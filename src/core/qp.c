@@ -422,14 +422,16 @@ void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t k, nd_status st, uint32
     } else {
         produce(&qp->iprod, k, st, bytes, slot->type);
     }
-    if (st != ND_SUCCESS && st != ND_CANCELED)
-        nd_qp_fail_locked(qp, st);
-    if (st != ND_SUCCESS && qp->keep_receives && qp->state == ND_QPS_ERROR) {
-        /* A request failed on a QP whose peer is gone: now it is in error as verbs knows
-         * it, and its receives (after this result) flush as a failure's do. */
-        qp->keep_receives = false;
-        qp->fail_iq_mark = qp->iprod.prod;
-        flush_receives(qp);
+    if (ND_UNLIKELY(st != ND_SUCCESS)) {
+        if (st != ND_CANCELED)
+            nd_qp_fail_locked(qp, st);
+        if (qp->keep_receives && qp->state == ND_QPS_ERROR) {
+            /* A request failed on a QP whose peer is gone: now it is in error as verbs
+             * knows it, and its receives (after this result) flush as a failure's do. */
+            qp->keep_receives = false;
+            qp->fail_iq_mark = qp->iprod.prod;
+            flush_receives(qp);
+        }
     }
 }
 

@@ -140,11 +140,6 @@ struct nd_qp {
     uint16_t pd;                    /* protection domain (verbs; 0 for ND): set before connecting */
     enum nd_qp_state state;
     nd_status error;
-    /* A failure leaves the receives posted until a request of ours fails, or Flush or
-     * Release (verbs QPs connected by address vector: an RC QP whose peer is gone keeps
-     * its receives until a send of its own fails or the application moves it to ERR).
-     * Under lock. */
-    bool keep_receives;
     /* initiator queue */
     struct nd_sq_slot *sq;
     uint32_t sq_posted;             /* under lock */
@@ -191,6 +186,11 @@ struct nd_qp {
     struct nd_port_kick cm_kick;    /* port NULL: nobody to tell */
     int cm_sock;                    /* -1: none lent */
     struct nd_mem_user mem_user;    /* on the adapter's list while it may touch memory */
+    /* A failure leaves the receives posted until a request of ours fails, or Flush or
+     * Release (verbs QPs connected by address vector: an RC QP whose peer is gone keeps
+     * its receives until a send of its own fails or the application moves it to ERR).
+     * Under lock. */
+    bool keep_receives;
 };
 
 bool nd_qp_valid(const struct nd_qp *qp);
