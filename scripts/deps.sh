@@ -3,9 +3,10 @@
 # Install the Debian packages that building and testing need; only what is missing.
 set -eu
 # libibverbs-dev/librdmacm-dev: the rdma-core 44 headers the verbs drop-in is built against;
-# ibverbs-utils, rdmacm-utils, perftest, libfabric-bin: the programs tests/verbs runs on it.
+# ibverbs-utils, rdmacm-utils, perftest, libfabric-bin: the programs tests/verbs runs on it;
+# ucx-utils: UCX's IB modules, whose imports tests/verbs/check_verbs_imports.sh checks.
 pkgs="cmake make gcc g++ clang libclang-rt-14-dev pkg-config libibverbs-dev librdmacm-dev iproute2 linux-perf
-      man-db groff-base ibverbs-utils rdmacm-utils perftest libfabric-bin"
+      man-db groff-base ibverbs-utils rdmacm-utils perftest libfabric-bin ucx-utils"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Every name (and version node) that Debian's RDMA programs import from libibverbs.so.1,
+# Every name (and version node) that Debian's RDMA programs (and UCX's IB modules) import from libibverbs.so.1,
 # librdmacm.so.1, libmlx5.so.1 and libefa.so.1 is exported by ours: they are linked
 # BIND_NOW, so one missing name fails them at load. Programs not installed are left out;
 # none at all is a skip (77).
@@ -15,6 +15,10 @@ for p in $progs; do
 done
 fab=$(ldconfig -p | awk '/libfabric\.so\.1 / { print $NF; exit }')
 [ -n "$fab" ] && files="$files $fab"
+# UCX's IB transports (ucx-utils): loaded with dlopen, so a missing name only hides them.
+for f in /usr/lib/x86_64-linux-gnu/ucx/libuct_ib.so.0 /usr/lib/x86_64-linux-gnu/ucx/libuct_rdmacm.so.0; do
+    [ -e "$f" ] && files="$files $f"
+done
 [ -n "$files" ] || { echo "no Debian RDMA programs installed"; exit 77; }
 have=$(objdump -T "$dir/libibverbs.so.1" "$dir/librdmacm.so.1" "$dir/libmlx5.so.1" "$dir/libefa.so.1" | awk '$4 == ".text" { print $(NF-1), $NF }' | tr -d '()')
 missing=0
