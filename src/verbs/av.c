@@ -230,7 +230,6 @@ static void qp_failed(struct vb_qp *q, nd_status why)
 {
     nd_log(ND_LOG_INFO, ND_SUB_VERBS, "verbs: QP %u: no connection to QP %u (%s)", q->qp.qp_num, q->av.dest_qpn,
            nd_strerror(why));
-    q->av.failed = true;
     release_held(q, true);
 }
 

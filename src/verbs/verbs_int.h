@@ -107,7 +107,6 @@ struct vb_av_qp {
     uint32_t slot;
     bool on;                        /* moved to RTR with an address vector */
     bool dialer;
-    bool failed;
     bool hold;                      /* atomic: sends are held until the connection is up */
     uint32_t dest_qpn;
     uint32_t ird, ord;
