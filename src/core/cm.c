@@ -662,7 +662,7 @@ ND_API nd_status nd_connector_connect(nd_connector *c, nd_qp *qp, const struct s
         st = STATUS_ADDRESS_NOT_ASSOCIATED;
     else if (c->state == ND_CS_QUEUED || c->state == ND_CS_DISCONNECTED)
         st = ND_INVALID_DEVICE_STATE;
-    else if (c->state != ND_CS_BOUND || qp->state != ND_QPS_IDLE)
+    else if (c->state != ND_CS_BOUND || !nd_qp_connectable(qp))
         st = ND_CONNECTION_ACTIVE;
     else if ((st = start_connect(c, qp, dest, ird, ord, pdata, plen)) == ND_SUCCESS) {
         nd_qp_ref(qp);
@@ -751,7 +751,7 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
         return ND_INVALID_PARAMETER;
     pthread_mutex_lock(&c->lock);
     nd_ovbatch_init(&b, c->ov.port);
-    if (c->state != ND_CS_REQ_RECEIVED || qp->state != ND_QPS_IDLE) {
+    if (c->state != ND_CS_REQ_RECEIVED || !nd_qp_connectable(qp)) {
         st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_ABORTED : ND_CONNECTION_ACTIVE;
     } else if (c->aborted) {
         c->state = ND_CS_DISCONNECTED;

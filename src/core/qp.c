@@ -308,7 +308,7 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
     if (qp->srq)
         return srq_translate(qp, e, slot_data, r);
     if (k != exp)
-        return (int32_t)(k - exp) < 0 && qp->state == ND_QPS_ERROR ? ND_XLATE_SKIP : ND_XLATE_BAD;
+        return (int32_t)(k - exp) < 0 && qp->failed ? ND_XLATE_SKIP : ND_XLATE_BAD;
     if ((int32_t)(k - __atomic_load_n(&qp->rq_posted, __ATOMIC_ACQUIRE)) >= 0 ||
         e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != ND_SUCCESS && e->status != ND_DATA_OVERRUN))
         return ND_XLATE_BAD;
@@ -425,7 +425,7 @@ void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t k, nd_status st, uint32
     if (ND_UNLIKELY(st != ND_SUCCESS)) {
         if (st != ND_CANCELED)
             nd_qp_fail_locked(qp, st);
-        if (qp->keep_receives && qp->state == ND_QPS_ERROR) {
+        if (qp->keep_receives && qp->failed) {
             /* A request failed on a QP whose peer is gone: now it is in error as verbs
              * knows it, and its receives (after this result) flush as a failure's do. */
             qp->keep_receives = false;
@@ -454,9 +454,10 @@ static void flush_receives(struct nd_qp *qp)
 
 void nd_qp_fail_locked(struct nd_qp *qp, nd_status status)
 {
-    if (qp->state == ND_QPS_ERROR)
+    if (qp->failed)
         return;
-    qp->state = ND_QPS_ERROR;
+    qp->failed = true;
+    qp->state = ND_QPS_ERR;
     qp->error = status;
     qp->fail_iq_mark = qp->iprod.prod;
     nd_log(ND_LOG_INFO, ND_SUB_CORE, "QP %p enters the error state: %s", (void *)qp, nd_strerror(status));
@@ -480,6 +481,60 @@ static void fail_and_flush(struct nd_qp *qp)
     nd_qp_fail_locked(qp, ND_CANCELED);
     flush_receives(qp);
     nd_lock_release(&qp->lock);
+}
+
+/* Is there an edge from @from to @to (connected RC)? */
+static bool state_edge(enum nd_qp_state from, enum nd_qp_state to)
+{
+    switch (to) {
+    case ND_QPS_RESET:
+    case ND_QPS_ERR:
+        return true;
+    case ND_QPS_INIT:
+        return from == ND_QPS_RESET || from == ND_QPS_INIT;
+    case ND_QPS_RTR:
+        return from == ND_QPS_INIT;
+    case ND_QPS_RTS:
+        return from == ND_QPS_RTR || from == ND_QPS_RTS;
+    default:
+        return false;               /* SQD, SQE: nothing connected RC needs */
+    }
+}
+
+int nd_qp_modify_state(nd_qp *qp, enum nd_qp_state to)
+{
+    int err = 0;
+
+    nd_lock_acquire(&qp->lock);
+    if (!state_edge(qp->state, to) || (to == ND_QPS_INIT && (qp->failed || qp->tops))) {
+        err = -EINVAL;
+    } else if (to == ND_QPS_ERR || (to == ND_QPS_RESET && qp->tops)) {
+        /* RESET of a live connection ends it as ERR does: its requests still complete. */
+        nd_qp_fail_locked(qp, ND_CANCELED);
+        flush_receives(qp);
+    }
+    if (!err)
+        qp->state = to;
+    nd_lock_release(&qp->lock);
+    return err;
+}
+
+enum nd_qp_state nd_qp_get_state(nd_qp *qp)
+{
+    enum nd_qp_state s;
+
+    nd_lock_acquire(&qp->lock);
+    s = qp->state;
+    nd_lock_release(&qp->lock);
+    return s;
+}
+
+/* Without the QP lock: the CM calls this under its connector's lock, and the CM's own
+ * state (one connection per QP) is what serialises connecting. */
+bool nd_qp_connectable(struct nd_qp *qp)
+{
+    return !__atomic_load_n(&qp->failed, __ATOMIC_ACQUIRE) && !__atomic_load_n(&qp->tops, __ATOMIC_ACQUIRE) &&
+           __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) != ND_QPS_RESET;
 }
 
 void nd_qp_keep_receives(struct nd_qp *qp)
@@ -537,8 +592,10 @@ void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, 
     /* Published: Deregister's barrier reads them without the lock (mem_barrier.c). */
     __atomic_store_n(&qp->conn, conn, __ATOMIC_RELEASE);
     __atomic_store_n(&qp->tops, tops, __ATOMIC_RELEASE);
-    if (qp->state == ND_QPS_IDLE)
-        qp->state = ND_QPS_CONNECTED;
+    /* ND's flow has no steps of its own: the connection takes it to RTS. A verbs QP moves
+     * there by modify, before or after its connection is up. */
+    if (qp->state == ND_QPS_INIT && !qp->failed)
+        qp->state = ND_QPS_RTS;
     nd_lock_release(&qp->lock);
 }
 
@@ -643,6 +700,7 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
     qp->rq_entries = pow2_at_least(rq_depth);
     qp->iq_entries = pow2_at_least(iq_depth);
     qp->cm_sock = -1;
+    qp->state = ND_QPS_INIT;
     st = qp_alloc(qp);
     if (st == ND_SUCCESS)
         st = qp_attach(qp);

@@ -82,7 +82,14 @@ void nd_qp_layout(uint32_t rq_entries, uint32_t max_sge, uint32_t slot_size, str
  * slots start a page or more apart, and a slot a QP never fills is never committed. */
 void nd_qp_region_populate(uint8_t *map, const struct nd_qp_layout *l, uint32_t slot_size);
 
-enum nd_qp_state { ND_QPS_IDLE, ND_QPS_CONNECTED, ND_QPS_ERROR };
+/*
+ * A queue pair's state, as verbs names them (IB 10.3.1; SQD and SQE are never entered:
+ * connected RC needs neither). ND's QP is created in INIT and moves to RTS when its
+ * connection is made; a verbs QP starts in RESET and moves as modify says. Bytes move only
+ * for a QP in RTS with a connection: a verbs QP may be in RTS before its connection is up
+ * (address vectors, av.c), and may reach RTR with one up.
+ */
+enum nd_qp_state { ND_QPS_RESET, ND_QPS_INIT, ND_QPS_RTR, ND_QPS_RTS, ND_QPS_SQD, ND_QPS_SQE, ND_QPS_ERR };
 
 /* An initiator request, checked by the core, handed to the transport. */
 struct nd_wr {
@@ -138,7 +145,10 @@ struct nd_qp {
     struct nd_mtab_memo reg_memo;   /* under lock: the registration its posts used last */
     struct nd_mtab_memo scatter_memo;   /* under the receive CQ's lock: the same for scatters */
     uint16_t pd;                    /* protection domain (verbs; 0 for ND): set before connecting */
-    enum nd_qp_state state;
+    enum nd_qp_state state;         /* under lock */
+    /* Sticky once the QP entered ERR, through a later RESET: its connection and queues are
+     * spent; it flushes what is posted and never connects again. Under lock. */
+    bool failed;
     nd_status error;
     /* initiator queue */
     struct nd_sq_slot *sq;
@@ -233,6 +243,21 @@ bool nd_qp_inbound_pending(struct nd_qp *qp);
 void nd_qp_link_cm(struct nd_qp *qp, int sock, const struct nd_port_kick *k);
 /* The transport connected (or disconnected) this QP. */
 void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn);
+/*
+ * Move @qp to @to along the edges verbs' modify allows (any state to RESET or ERR; RESET to
+ * INIT; INIT to RTR; RTR or RTS to RTS): 0, or -EINVAL without an edge, or for INIT on a QP
+ * whose connection is spent. ERR flushes every outstanding request, as nd_qp_flush; RESET
+ * of a QP with a connection ends it the same way first.
+ */
+int nd_qp_modify_state(nd_qp *qp, enum nd_qp_state to);
+enum nd_qp_state nd_qp_get_state(nd_qp *qp);
+/* May a connection be made for @qp now? */
+bool nd_qp_connectable(struct nd_qp *qp);
+/* Connected and not failed: its transport moves bytes for it (QP lock held). */
+static inline bool nd_qp_live(const struct nd_qp *qp)
+{
+    return qp->tops && !qp->failed;
+}
 /* The application stops polling this QP's CQs for a while (it sleeps on something else). */
 void nd_qp_idle(struct nd_qp *qp);
 

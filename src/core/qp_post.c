@@ -60,24 +60,37 @@ static nd_status sq_reserve(struct nd_qp *qp, void *ctx, uint8_t type, uint32_t 
     return ND_SUCCESS;
 }
 
+/* Not in RTS with a connection: a failed QP completes each request with a flush, as verbs
+ * wants (ND: ND_CANCELED); before its connection nothing can carry one. */
+static __attribute__((noinline)) nd_status post_not_ready(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
+{
+    nd_status st;
+
+    if (!qp->failed)
+        return ND_CONNECTION_INVALID;
+    st = sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
+    if (st == ND_SUCCESS)
+        nd_qp_complete_initiator(qp, wr->index, ND_CANCELED, 0);
+    return st;
+}
+
 static nd_status post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
 {
     nd_status st;
 
     nd_lock_acquire(&qp->lock);
-    if (qp->state == ND_QPS_IDLE) {
-        st = ND_CONNECTION_INVALID;
+    /* RTS is never entered once failed: the state alone says the QP is sound. */
+    if (ND_UNLIKELY(qp->state != ND_QPS_RTS || !qp->tops)) {
+        st = post_not_ready(qp, wr, ctx);
     } else {
         st = sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
-        if (st == ND_NO_MORE_ENTRIES && qp->state == ND_QPS_CONNECTED && qp->tops && qp->tops->queue_full) {
+        if (st == ND_NO_MORE_ENTRIES && qp->tops->queue_full) {
             qp->tops->queue_full(qp);
-            st = sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
-        }
-        if (st == ND_SUCCESS) {
-            if (qp->state == ND_QPS_ERROR)
-                nd_qp_complete_initiator(qp, wr->index, ND_CANCELED, 0);
-            else
+            st = qp->failed ? post_not_ready(qp, wr, ctx) : sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
+            if (st == ND_SUCCESS && !qp->failed)
                 qp->tops->post(qp, wr);
+        } else if (st == ND_SUCCESS) {
+            qp->tops->post(qp, wr);
         }
     }
     nd_lock_release(&qp->lock);
@@ -242,7 +255,7 @@ ND_API nd_status nd_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t
                                           sge[i].memory_region_token };
     __atomic_store_n(&qp->rq_posted, k + 1, __ATOMIC_RELEASE);
     atomic_store_explicit(&qp->ctl->rq_prod, k + 1, memory_order_release);
-    if (qp->state == ND_QPS_ERROR) {
+    if (qp->failed) {
         struct nd_cqe e = { .wr_index = k, .status = ND_CANCELED, .type = ND_REQUEST_TYPE_RECEIVE };
 
         if (!qp->keep_receives) {

@@ -199,8 +199,10 @@ static void hold_free_all(struct vb_qp *q)
  * each with a flush. */
 static void release_held(struct vb_qp *q, bool failed)
 {
-    if (failed) {
-        nd_qp_flush(q->core);
+    if (failed && nd_qp_get_state(q->core) == ND_QPS_RTR) {
+        q->av.failed_in_rtr = true;
+    } else if (failed) {
+        nd_qp_modify_state(q->core, ND_QPS_ERR);
         __atomic_store_n(&q->qp.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
     }
     for (struct av_held *h = q->av.held; h; h = h->next) {
@@ -376,17 +378,24 @@ static int start_dial(struct vb_context *c, struct vb_qp *q, const struct sockad
 }
 
 /* ibv_modify_qp to RTR with IBV_QP_AV: decide who dials, and start. */
+int vb_av_check(const struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
+{
+    struct sockaddr_in local, peer;
+
+    if (!(mask & IBV_QP_DEST_QPN) || !q->av.listener)
+        return EINVAL;
+    return av_addresses(attr, &local, &peer);
+}
+
 int vb_av_rtr(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
 {
     struct vb_context *c = vb_ctx(q->qp.context);
     struct sockaddr_in local, peer;
     int err;
 
-    if (!(mask & IBV_QP_DEST_QPN) || !q->av.listener)
-        return EINVAL;
-    err = av_addresses(attr, &local, &peer);
-    if (err)
+    if ((err = vb_av_check(q, attr, mask)) != 0)
         return err;
+    av_addresses(attr, &local, &peer);
     err = vb_event_thread_start(c);
     if (err)
         return err;
@@ -435,8 +444,9 @@ int vb_av_rtr(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
     return err;
 }
 
-/* ibv_modify_qp to RTS: the retry budget of held sends (IBV_QP_TIMEOUT, IBV_QP_RETRY_CNT;
- * timeout 0 waits forever, as it retries forever on InfiniBand). */
+/* ibv_modify_qp to RTS, the core's QP there already: the retry budget of held sends
+ * (IBV_QP_TIMEOUT, IBV_QP_RETRY_CNT; timeout 0 waits forever, as it retries forever on
+ * InfiniBand). A connection that failed in RTR fails the QP now. */
 void vb_av_rts(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
 {
     uint64_t t = (mask & IBV_QP_TIMEOUT) ? attr->timeout : 14;
@@ -448,6 +458,13 @@ void vb_av_rts(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
     q->av.rnr_retry = (mask & IBV_QP_RNR_RETRY) ? attr->rnr_retry : 7;
 
     q->av.retry_ns = t == 0 ? 0 : ns * tries < AV_HOLD_FLOOR_NS ? AV_HOLD_FLOOR_NS : ns * tries;
+    pthread_mutex_lock(&vb_ctx(q->qp.context)->av_lock);
+    if (q->av.failed_in_rtr) {
+        q->av.failed_in_rtr = false;
+        nd_qp_modify_state(q->core, ND_QPS_ERR);
+        __atomic_store_n(&q->qp.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&vb_ctx(q->qp.context)->av_lock);
 }
 
 static struct av_held *held_copy(const struct ibv_send_wr *wr)
@@ -489,7 +506,7 @@ int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr 
         pthread_mutex_unlock(&c->av_lock);
         return vb_post_send_now(&q->qp, wr, bad);
     }
-    if (__atomic_load_n(&q->qp.state, __ATOMIC_ACQUIRE) != IBV_QPS_RTS) {
+    if (nd_qp_get_state(q->core) != ND_QPS_RTS) {
         *bad = wr;
         pthread_mutex_unlock(&c->av_lock);
         return EINVAL;

@@ -22,6 +22,11 @@ _Static_assert(sizeof(struct ibv_sge) == sizeof(nd_sge) && offsetof(struct ibv_s
                offsetof(nd_sge, buffer_length) && offsetof(struct ibv_sge, lkey) ==
                offsetof(nd_sge, memory_region_token), "ibv_sge is nd_sge");
 
+/* The core names its states as verbs does, in verbs' order. */
+_Static_assert(ND_QPS_RESET == (int)IBV_QPS_RESET && ND_QPS_INIT == (int)IBV_QPS_INIT &&
+               ND_QPS_RTR == (int)IBV_QPS_RTR && ND_QPS_RTS == (int)IBV_QPS_RTS && ND_QPS_SQD == (int)IBV_QPS_SQD &&
+               ND_QPS_SQE == (int)IBV_QPS_SQE && ND_QPS_ERR == (int)IBV_QPS_ERR, "core QP states are verbs'");
+
 static uint32_t next_qp_num = 0x100;   /* atomic */
 
 static nd_status cap_check(const struct ibv_qp_cap *cap, bool srq)
@@ -89,6 +94,7 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         return NULL;
     }
     nd_qp_set_pd(q->core, vb_pd_id(pd));
+    nd_qp_modify_state(q->core, ND_QPS_RESET);     /* ND's QPs start in INIT */
     q->qp.context = pd->context;
     q->qp.qp_context = attr->qp_context;
     q->qp.pd = pd;
@@ -137,48 +143,36 @@ void vb_qp_free(struct vb_qp *q)
     free(q);
 }
 
-/* The state moves a connected RC QP makes. RTR with IBV_QP_AV on a QP the CM did not
- * connect starts the connection to the QP the address vector names (av.c). ERR flushes
- * every request. */
+/* The state moves a connected RC QP makes, along the core's edges. RTR with IBV_QP_AV on a
+ * QP the CM did not connect starts the connection to the QP the address vector names
+ * (av.c). ERR flushes every request. */
 VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
     struct vb_qp *q = (struct vb_qp *)qp;
+    int err;
 
     if (!qp || !attr)
         return EINVAL;
     if (!(mask & IBV_QP_STATE))
         return 0;                   /* attributes only: nothing the core keeps */
-    enum ibv_qp_state now = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
-
-    switch (attr->qp_state) {
-    case IBV_QPS_RESET:
-    case IBV_QPS_INIT:
-        if (now != IBV_QPS_RESET && now != IBV_QPS_INIT && attr->qp_state == IBV_QPS_INIT)
-            return EINVAL;
-        break;
-    case IBV_QPS_RTR:
-        if (now != IBV_QPS_INIT)
-            return EINVAL;
-        if ((mask & IBV_QP_AV) && !q->cm_connected) {
-            int err = vb_av_rtr(q, attr, mask);
-
-            if (err)
-                return err;
-        }
-        break;
-    case IBV_QPS_RTS:
-        if (now != IBV_QPS_RTR && now != IBV_QPS_RTS)
-            return EINVAL;
-        if (q->av.on)
-            vb_av_rts(q, attr, mask);
-        break;
-    case IBV_QPS_ERR:
-        nd_qp_flush(q->core);
-        break;
-    default:
+    if ((unsigned)attr->qp_state > IBV_QPS_ERR)
         return EINVAL;
+    bool av = attr->qp_state == IBV_QPS_RTR && (mask & IBV_QP_AV) && !q->cm_connected;
+
+    if (av && (err = vb_av_check(q, attr, mask)) != 0)
+        return err;
+    if ((err = nd_qp_modify_state(q->core, (enum nd_qp_state)attr->qp_state)) != 0)
+        return -err;
+    /* In RTR before the connection starts: it may come up at once, and leaves the state
+     * where the application put it. */
+    if (av && (err = vb_av_rtr(q, attr, mask)) != 0) {
+        nd_qp_modify_state(q->core, ND_QPS_ERR);
+        __atomic_store_n(&qp->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+        return err;
     }
     __atomic_store_n(&qp->state, attr->qp_state, __ATOMIC_RELEASE);
+    if (attr->qp_state == IBV_QPS_RTS && q->av.on)
+        vb_av_rts(q, attr, mask);
     return 0;
 }
 
@@ -190,7 +184,10 @@ VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, s
     if (!qp || !attr || !init)
         return EINVAL;
     memset(attr, 0, sizeof(*attr));
-    attr->qp_state = attr->cur_qp_state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+    /* The core's: a QP that failed is in ERR whatever its last modify said. rdma-core
+     * updates the field from the answer too. */
+    attr->qp_state = attr->cur_qp_state = (enum ibv_qp_state)nd_qp_get_state(q->core);
+    __atomic_store_n(&qp->state, attr->qp_state, __ATOMIC_RELEASE);
     attr->path_mtu = (enum ibv_mtu)vb_port_mtu();
     attr->qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     attr->cap = q->cap;
@@ -356,6 +353,8 @@ VB_API void ndv_qp_cm_state(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t
         q->ird = ird;
         q->ord = ord;
     }
-    /* From the CM's thread: applications read the state (ibv_query_qp, or the field). */
-    __atomic_store_n(&qp->state, state, __ATOMIC_RELEASE);
+    /* Refused only where the QP failed meanwhile (it stays in ERR), or where the
+     * application moved it first. From the CM's thread: applications read the field. */
+    nd_qp_modify_state(q->core, (enum nd_qp_state)state);
+    __atomic_store_n(&qp->state, (enum ibv_qp_state)nd_qp_get_state(q->core), __ATOMIC_RELEASE);
 }

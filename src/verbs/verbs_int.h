@@ -108,6 +108,9 @@ struct vb_av_qp {
     bool on;                        /* moved to RTR with an address vector */
     bool dialer;
     bool hold;                      /* atomic: sends are held until the connection is up */
+    /* The connection failed while the QP was in RTR: it fails at the RTS step, as an RNIC's
+     * QP would at its first send (av_lock). */
+    bool failed_in_rtr;
     uint32_t dest_qpn;
     uint32_t ird, ord;
     struct ibv_ah_attr ah;          /* as RTR gave it, for ibv_query_qp */
@@ -184,6 +187,9 @@ void vb_event_thread_kick(struct vb_context *c);
 extern const char vb_av_tag;
 uint32_t vb_av_attach(struct vb_context *c, struct vb_qp *q);
 void vb_av_detach(struct vb_qp *q);
+/* Is the address vector of an RTR step one av.c can connect (0, or EINVAL)? */
+int vb_av_check(const struct vb_qp *q, const struct ibv_qp_attr *attr, int mask);
+/* Start the connection the vector names, the QP in RTR already. */
 int vb_av_rtr(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask);
 void vb_av_rts(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask);
 int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad);

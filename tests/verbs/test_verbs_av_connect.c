@@ -8,7 +8,7 @@
  *   in order); the other side posts its receives in INIT and moves to RTR only then;
  * - ibv_query_qp reports the address vector and destination it was given;
  * - once the peer destroyed its QP, ours keeps its receives (nothing flushes) until a Send
- *   of its own fails; then the receives flush.
+ *   of its own fails; then the receives flush, and ibv_query_qp reports ERR.
  * Then, alone: an address vector without a GRH, or with a GID not IPv4, or no destination
  * QP number, is EINVAL; towards a QP nobody has (refused, or never dialling us) Sends fail
  * within bounded time, the held ones included. Runs on the transport ND_TRANSPORT picks.
@@ -218,6 +218,10 @@ static void pair(int to, int from)
             CHECK(poll_within(s.cq, 30000, &wc));
             CHECK(wc.wr_id == 100 + (uint64_t)i && wc.status == IBV_WC_WR_FLUSH_ERR && wc.opcode == IBV_WC_RECV);
         }
+        /* The QP failed under the application, which last asked for RTS. */
+        struct ibv_qp_attr qa;
+        struct ibv_qp_init_attr qia;
+        CHECK(ibv_query_qp(s.qp, &qa, IBV_QP_STATE, &qia) == 0 && qa.qp_state == IBV_QPS_ERR);
         side_close(&s);
         return;
     }

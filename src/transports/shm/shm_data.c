@@ -626,7 +626,7 @@ static void shm_post(struct nd_qp *qp, const struct nd_wr *wr)
 /* Retry held requests; a send held past the RNR timeout fails ND_IO_TIMEOUT. */
 static void retry_held(struct nd_qp *qp, struct shm_conn *c)
 {
-    while (c->held_count && qp->state == ND_QPS_CONNECTED) {
+    while (c->held_count && nd_qp_live(qp)) {
         struct held *h = &c->held[c->held_head];
         nd_status st = execute(qp, c, &h->wr);
 
@@ -663,13 +663,13 @@ bool shm_sweep_once(struct nd_qp *qp)
     if (qp->tops != &shm_transport || !qp->conn)
         return false;               /* closed, or never ours */
     c = conn_of(qp);
-    if (qp->state == ND_QPS_CONNECTED) {
+    if (nd_qp_live(qp)) {
         if (terminated(qp, c))
             nd_qp_fail_locked(qp, ND_CANCELED);
         else
             retry_held(qp, c);
     }
-    return qp->state == ND_QPS_CONNECTED && c->held_count;
+    return nd_qp_live(qp) && c->held_count;
 }
 
 static void shm_queue_full(struct nd_qp *qp)
@@ -718,7 +718,7 @@ static bool shm_progress(struct nd_qp *qp)
     /* The peer's socket is asked only once an interval: a send held for a receive is
      * retried on every poll, and a system call each time cost 7 per round trip in
      * ping-pongs whose sends raced the peer's receives. */
-    if (qp->state == ND_QPS_CONNECTED) {
+    if (nd_qp_live(qp)) {
         if (terminated(qp, c) || (check && !peer_alive(qp)))
             nd_qp_fail_locked(qp, ND_CANCELED);
         else

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The QP state machine as ibv_modify_qp and ibv_query_qp see it (connected RC):
+ * - a new QP is in RESET; RTR and RTS need the steps before them; SQD is not offered;
+ * - a send posted before the QP has a connection is refused, a receive in INIT is kept;
+ * - ERR from INIT flushes the receive, and the QP then reports ERR;
+ * - from ERR only RESET and ERR are edges, and a QP whose queues were spent does not go
+ *   back to INIT (it is destroyed and made anew);
+ * - the state reported is the QP's own, whatever the application last asked: the field
+ *   ibv_qp.state follows a query, as rdma-core's does.
+ * Runs on the transport ND_TRANSPORT picks.
+ */
+#include <infiniband/verbs.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s (errno %d)\n", __FILE__, __LINE__, #c, errno); exit(1); } } while (0)
+
+static enum ibv_qp_state query(struct ibv_qp *qp)
+{
+    struct ibv_qp_attr a;
+    struct ibv_qp_init_attr ia;
+
+    CHECK(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0);
+    CHECK(a.cur_qp_state == a.qp_state && qp->state == a.qp_state);
+    return a.qp_state;
+}
+
+static int move(struct ibv_qp *qp, enum ibv_qp_state to)
+{
+    struct ibv_qp_attr a = { .qp_state = to, .port_num = 1, .qp_access_flags = IBV_ACCESS_LOCAL_WRITE };
+    int mask = IBV_QP_STATE;
+
+    if (to == IBV_QPS_INIT)
+        mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+    return ibv_modify_qp(qp, &a, mask);
+}
+
+int main(void)
+{
+    struct ibv_device **list = ibv_get_device_list(NULL);
+    static char buf[64];
+    struct ibv_context *ctx;
+    struct ibv_pd *pd;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+    struct ibv_mr *mr;
+    struct ibv_wc wc;
+
+    CHECK(list && list[0]);
+    CHECK((ctx = ibv_open_device(list[0])) != NULL);
+    ibv_free_device_list(list);
+    CHECK((pd = ibv_alloc_pd(ctx)) && (cq = ibv_create_cq(ctx, 8, NULL, NULL, 0)));
+    CHECK((mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE)) != NULL);
+    struct ibv_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+                                   .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
+    CHECK((qp = ibv_create_qp(pd, &qa)) != NULL);
+
+    CHECK(query(qp) == IBV_QPS_RESET);
+    CHECK(move(qp, IBV_QPS_RTR) == EINVAL && move(qp, IBV_QPS_RTS) == EINVAL);
+    CHECK(move(qp, IBV_QPS_SQD) == EINVAL && move(qp, (enum ibv_qp_state)99) == EINVAL);
+    CHECK(query(qp) == IBV_QPS_RESET);
+    CHECK(move(qp, IBV_QPS_INIT) == 0 && query(qp) == IBV_QPS_INIT);
+    CHECK(move(qp, IBV_QPS_INIT) == 0 && move(qp, IBV_QPS_RTS) == EINVAL && query(qp) == IBV_QPS_INIT);
+
+    struct ibv_sge sge = { (uintptr_t)buf, sizeof(buf), mr->lkey };
+    struct ibv_recv_wr rw = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 }, *rbad;
+    struct ibv_send_wr sw = { .wr_id = 8, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                              .send_flags = IBV_SEND_SIGNALED }, *sbad;
+    CHECK(ibv_post_recv(qp, &rw, &rbad) == 0);
+    CHECK(ibv_post_send(qp, &sw, &sbad) != 0 && sbad == &sw);
+    CHECK(ibv_poll_cq(cq, 1, &wc) == 0);
+
+    /* The application's ERR: the receive flushes, and the QP says so. */
+    CHECK(move(qp, IBV_QPS_ERR) == 0 && query(qp) == IBV_QPS_ERR);
+    CHECK(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 7 && wc.status == IBV_WC_WR_FLUSH_ERR);
+    CHECK(move(qp, IBV_QPS_INIT) == EINVAL && move(qp, IBV_QPS_RTS) == EINVAL && move(qp, IBV_QPS_ERR) == 0);
+    /* A send posted in ERR completes with a flush. */
+    CHECK(ibv_post_send(qp, &sw, &sbad) == 0);
+    CHECK(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 8 && wc.status == IBV_WC_WR_FLUSH_ERR);
+    CHECK(move(qp, IBV_QPS_RESET) == 0 && query(qp) == IBV_QPS_RESET);
+    CHECK(move(qp, IBV_QPS_INIT) == EINVAL && query(qp) == IBV_QPS_RESET);
+
+    CHECK(ibv_destroy_qp(qp) == 0);
+    CHECK(ibv_dereg_mr(mr) == 0 && ibv_destroy_cq(cq) == 0 && ibv_dealloc_pd(pd) == 0);
+    CHECK(ibv_close_device(ctx) == 0);
+    puts("qp states ok");
+    return 0;
+}
