@@ -12,15 +12,25 @@
 #include "transports/shm/shm.h"
 #include "t_util.h"
 
-static struct nd_cm_msg geometry(uint32_t rq_entries, uint32_t slot_size)
+static struct nd_cm_msg with(const struct shm_qp_desc *d)
 {
     struct nd_cm_msg m;
 
     nd_cm_msg_init(&m, 0);
-    m.rq_entries = rq_entries;
-    m.max_sge = 4;
-    m.slot_size = slot_size;
+    shm_desc_put(&m, d);
     return m;
+}
+
+static struct shm_qp_desc desc(uint32_t rq_entries, uint32_t slot_size)
+{
+    return (struct shm_qp_desc){ .rq_entries = rq_entries, .max_sge = 4, .slot_size = slot_size };
+}
+
+static struct nd_cm_msg geometry(uint32_t rq_entries, uint32_t slot_size)
+{
+    struct shm_qp_desc d = desc(rq_entries, slot_size);
+
+    return with(&d);
 }
 
 int main(void)
@@ -61,16 +71,20 @@ int main(void)
     CHECK(!shm_geometry_ok(&m));
     m = geometry(16, ND_SLOT_MAX * 2);
     CHECK(!shm_geometry_ok(&m));
-    m = geometry(16, 4096);
-    m.max_sge = 0;
+    struct shm_qp_desc d = desc(16, 4096);
+    d.max_sge = 0;
+    m = with(&d);
     CHECK(!shm_geometry_ok(&m));
-    m.max_sge = nd_limits.max_receive_sge + 1;
+    d.max_sge = nd_caps.max_recv_sge + 1;
+    m = with(&d);
     CHECK(!shm_geometry_ok(&m));
-    m = geometry(16, 4096);
-    m.arm_slot = ND_MAX_CQS_PER_ADAPTER;
+    d = desc(16, 4096);
+    d.arm_slot = ND_MAX_CQS_PER_ADAPTER;
+    m = with(&d);
     CHECK(!shm_geometry_ok(&m));
-    m = geometry(16, 4096);
-    m.iarm_slot = ND_MAX_CQS_PER_ADAPTER;
+    d = desc(16, 4096);
+    d.iarm_slot = ND_MAX_CQS_PER_ADAPTER;
+    m = with(&d);
     CHECK(!shm_geometry_ok(&m));
     return 0;
 }

@@ -18,10 +18,31 @@ ND_API nd_status nd_adapter_query(nd_adapter *a, nd_adapter_info *info, uint32_t
     }
     if (info->info_version != ND_VERSION_2 && info->info_version != ND_VERSION_1)
         return ND_INVALID_PARAMETER;
-    uint32_t version = info->info_version;
-    *info = nd_limits;
-    info->info_version = version;
-    info->adapter_id = a->id;
+    *info = (nd_adapter_info){
+        .info_version = info->info_version,
+        .vendor_id = nd_caps.vendor_id,
+        .device_id = nd_caps.device_id,
+        .adapter_id = a->id,
+        .max_registration_size = (size_t)nd_caps.max_mr_size,
+        .max_window_size = (size_t)nd_caps.max_mw_size,
+        .max_initiator_sge = nd_caps.max_send_sge,
+        .max_receive_sge = nd_caps.max_recv_sge,
+        .max_read_sge = nd_caps.max_read_sge,
+        .max_transfer_length = nd_caps.max_msg_size,
+        .max_inline_data_size = nd_caps.max_inline,
+        .max_inbound_read_limit = nd_caps.max_ird,
+        .max_outbound_read_limit = nd_caps.max_ord,
+        .max_receive_queue_depth = nd_caps.max_recv_wr,
+        .max_initiator_queue_depth = nd_caps.max_send_wr,
+        .max_shared_receive_queue_depth = nd_caps.max_srq_wr,
+        .max_completion_queue_depth = nd_caps.max_cqe,
+        .inline_request_threshold = nd_caps.inline_threshold,
+        .large_request_threshold = nd_caps.large_threshold,
+        .max_caller_data = nd_caps.max_connect_pdata,
+        .max_callee_data = nd_caps.max_accept_pdata,
+        .adapter_flags = ND_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED | ND_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED |
+                         ND_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED | ND_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED,
+    };
     *size = sizeof(*info);
     return ND_SUCCESS;
 }
@@ -47,7 +68,7 @@ ND_API nd_status nd_adapter_create_completion_queue(nd_adapter *a, nd_port *port
         return ND_INVALID_HANDLE;
     if (!nd_port_valid(port))
         return ND_INVALID_PARAMETER_2;
-    if (depth == 0 || depth > nd_limits.max_completion_queue_depth)
+    if (depth == 0 || depth > nd_caps.max_cqe)
         return ND_INVALID_PARAMETER_3;
     if (!cq)
         return ND_INVALID_PARAMETER_6;
@@ -63,11 +84,11 @@ static bool cq_of(nd_adapter *a, const nd_cq *cq)
 static nd_status check_initiator(uint32_t depth, uint32_t sge, uint32_t inline_size,
                                  nd_status bad_depth, nd_status bad_sge, nd_status bad_inline)
 {
-    if (depth == 0 || depth > nd_limits.max_initiator_queue_depth)
+    if (depth == 0 || depth > nd_caps.max_send_wr)
         return bad_depth;
-    if (sge > nd_limits.max_initiator_sge)
+    if (sge > nd_caps.max_send_sge)
         return bad_sge;
-    if (inline_size > nd_limits.max_inline_data_size)
+    if (inline_size > nd_caps.max_inline)
         return bad_inline;
     return ND_SUCCESS;
 }
@@ -84,13 +105,13 @@ ND_API nd_status nd_adapter_create_queue_pair(nd_adapter *a, nd_cq *rcq, nd_cq *
         return ND_INVALID_PARAMETER_2;
     if (!cq_of(a, icq))
         return ND_INVALID_PARAMETER_3;
-    if (rq_depth == 0 || rq_depth > nd_limits.max_receive_queue_depth)
+    if (rq_depth == 0 || rq_depth > nd_caps.max_recv_wr)
         return ND_INVALID_PARAMETER_5;
     st = check_initiator(iq_depth, iq_sge, inline_size, ND_INVALID_PARAMETER_6,
                          ND_INVALID_PARAMETER_8, ND_INVALID_PARAMETER_9);
     if (st != ND_SUCCESS)
         return st;
-    if (rq_sge > nd_limits.max_receive_sge)
+    if (rq_sge > nd_caps.max_recv_sge)
         return ND_INVALID_PARAMETER_7;
     if (!qp)
         return ND_INVALID_PARAMETER_10;

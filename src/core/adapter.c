@@ -23,32 +23,33 @@
  * equal (ND samples assume so). Private data fits MPA's 256 bytes with the 4-byte IRD/ORD
  * block. The inline threshold is the payload of one shared-memory slot.
  */
-const nd_adapter_info nd_limits = {
-    .info_version = ND_VERSION_2,
+const struct nd_caps nd_caps = {
     .vendor_id = 0x4e44,
     .device_id = 0x0002,
-    .max_registration_size = (size_t)1 << 40,
-    .max_window_size = (size_t)1 << 40,
-    .max_initiator_sge = 32,
-    .max_receive_sge = 32,
+    .max_mr_size = (uint64_t)1 << 40,
+    .max_mw_size = (uint64_t)1 << 40,
+    .max_send_sge = 32,
+    .max_recv_sge = 32,
     .max_read_sge = 32,
-    .max_transfer_length = 1u << 30,
-    .max_inline_data_size = 256,
-    .max_inbound_read_limit = 64,
-    .max_outbound_read_limit = 64,
-    .max_receive_queue_depth = 16384,
-    .max_initiator_queue_depth = 16384,
-    .max_shared_receive_queue_depth = 16384,
+    .max_msg_size = 1u << 30,
+    .max_inline = 256,
+    .max_ird = 64,
+    .max_ord = 64,
+    .max_recv_wr = 16384,
+    .max_send_wr = 16384,
+    .max_srq_wr = 16384,
     /* A CQ holds no per-entry storage (completions wait in the queue pairs' rings), so its
      * depth is only the overflow bound; libfabric's rxm sizes one CQ for 256 peers. */
-    .max_completion_queue_depth = 4194303,
-    .inline_request_threshold = 256,
-    .large_request_threshold = 16384,
-    .max_caller_data = 252,
-    .max_callee_data = 252,
-    .adapter_flags = ND_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED | ND_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED |
-                     ND_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |
-                     ND_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED,
+    .max_cqe = 4194303,
+    .max_qp = 16384,
+    .max_srq = 16384,
+    .max_pd = 1024,
+    .max_cq = ND_MAX_CQS_PER_ADAPTER,
+    .max_mr = ND_MTAB_ENTRIES,
+    .max_connect_pdata = 252,
+    .max_accept_pdata = 252,
+    .inline_threshold = 256,
+    .large_threshold = 16384,
 };
 
 #define ARM_AREA_BYTES ND_ADAPTER_ARM_BYTES

@@ -22,8 +22,6 @@ void nd_cm_msg_init(struct nd_cm_msg *m, uint16_t type)
 {
     memset(m, 0, sizeof(*m));
     m->type = type;
-    for (int i = 0; i < ND_CM_NREFS; i++)
-        m->refs[i].fd = -1;
 }
 
 #define CM_SPIN_NS (50ull * 1000)   /* how long a connector wait spins (bell or socket) */
@@ -612,8 +610,8 @@ static nd_status start_connect(struct nd_connector *c, struct nd_qp *qp, const s
                                uint32_t ird, uint32_t ord, const void *pdata, uint32_t plen)
 {
     nd_cm_msg_init(&c->req, ND_CM_REQ);
-    c->req.ird = c->ird = nd_clamp_u32(ird, nd_limits.max_inbound_read_limit);
-    c->req.ord = c->ord = nd_clamp_u32(ord, nd_limits.max_outbound_read_limit);
+    c->req.ird = c->ird = nd_clamp_u32(ird, nd_caps.max_ird);
+    c->req.ord = c->ord = nd_clamp_u32(ord, nd_caps.max_ord);
     c->req.pdata_len = plen;
     if (plen)
         memcpy(c->req.pdata, pdata, plen);
@@ -647,7 +645,7 @@ ND_API nd_status nd_connector_connect(nd_connector *c, nd_qp *qp, const struct s
         return ND_INVALID_PARAMETER_1;
     if (!nd_sockaddr_ok(dest, dest_len))
         return ND_INVALID_PARAMETER_2;
-    if (plen > nd_limits.max_caller_data)
+    if (plen > nd_caps.max_connect_pdata)
         return ND_INVALID_BUFFER_SIZE;
     if (plen && !pdata)
         return ND_INVALID_PARAMETER_6;
@@ -745,7 +743,7 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
         return ND_INVALID_HANDLE;
     if (!nd_qp_valid(qp) || qp->adapter != c->adapter)
         return ND_INVALID_PARAMETER_1;
-    if (plen > nd_limits.max_callee_data)
+    if (plen > nd_caps.max_accept_pdata)
         return ND_INVALID_BUFFER_SIZE;
     if ((plen && !pdata) || !ov || nd_ov_is_pending(ov))
         return ND_INVALID_PARAMETER;
@@ -759,8 +757,8 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
     } else {
         bool waits = !c->wire->accept_waits_rtu || c->wire->accept_waits_rtu(&c->msg);
 
-        c->ird = nd_clamp_u32(nd_clamp_u32(ird, nd_limits.max_inbound_read_limit), c->msg.ord);
-        c->ord = nd_clamp_u32(nd_clamp_u32(ord, nd_limits.max_outbound_read_limit), c->msg.ird);
+        c->ird = nd_clamp_u32(nd_clamp_u32(ird, nd_caps.max_ird), c->msg.ord);
+        c->ord = nd_clamp_u32(nd_clamp_u32(ord, nd_caps.max_ord), c->msg.ird);
         st = c->wire->attach_at_rtu ? ND_SUCCESS : attach_qp(c, qp, false);
         nd_cm_msg_init(&rep, ND_CM_REP);
         rep.ird = c->ird;
@@ -808,7 +806,7 @@ ND_API nd_status nd_connector_reject(nd_connector *c, const void *pdata, uint32_
 
     if (!connector_valid(c))
         return ND_INVALID_HANDLE;
-    if (plen > nd_limits.max_callee_data)
+    if (plen > nd_caps.max_accept_pdata)
         return ND_INVALID_BUFFER_SIZE;
     if (plen && !pdata)
         return ND_INVALID_PARAMETER_1;

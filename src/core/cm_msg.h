@@ -15,7 +15,7 @@
 enum nd_cm_msg_type { ND_CM_REQ = 1, ND_CM_REP = 2, ND_CM_REJ = 3, ND_CM_RTU = 4, ND_CM_DISC = 5 };
 
 #define ND_CM_MAX_PDATA 252u        /* MPA's 256 bytes less the RFC 6581 block */
-#define ND_CM_NREFS 5
+#define ND_CM_XPORT_BYTES 192u
 
 struct nd_cm_msg {
     uint16_t type;
@@ -26,15 +26,9 @@ struct nd_cm_msg {
     bool from_active;               /* REJ: sent by the connecting side (after its REP) */
     bool redirect;                  /* REJ from a listener: connect again with the next transport */
     uint32_t xport_opts;            /* transport options of a REQ, echoed by its REP (iwarp: MPA bits) */
-    /* shm, REQ and REP: the sender's queue pair */
-    uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
-    uint32_t srq_entries, srq_max_sge;  /* nonzero when the sender's QP takes receives from an SRQ */
-    uint16_t pd, recv_pd;           /* protection domains of its QP's memory and of its receives' */
-    uint64_t nonce, rcq_serial, icq_serial; /* who the CQs of refs[2], refs[3] are (nd_cq serials) */
-    uint64_t region_off;            /* of the sender's region in the memfd of refs[0] */
-    /* The sender's region, adapter region (read-only), receive CQ and initiator CQ eventfds,
-     * SRQ region, as it names them (fd -1: none). Named, not passed: nothing to close. */
-    struct nd_fd_ref refs[ND_CM_NREFS];
+    /* The transport's own part, which the core carries and never reads: shm's description
+     * of the sender's queue pair in a REQ or REP (struct shm_qp_desc). */
+    _Alignas(8) uint8_t xport[ND_CM_XPORT_BYTES];
 };
 
 void nd_cm_msg_init(struct nd_cm_msg *m, uint16_t type);

@@ -15,9 +15,9 @@ ND_API nd_status nd_connector_get_read_limits(nd_connector *c, uint32_t *inbound
     if (c->state == ND_CS_REQ_RECEIVED) {
         /* The peer's view swapped: what it will read from us is our inbound. */
         if (inbound)
-            *inbound = nd_clamp_u32(c->msg.ord, nd_limits.max_inbound_read_limit);
+            *inbound = nd_clamp_u32(c->msg.ord, nd_caps.max_ird);
         if (outbound)
-            *outbound = nd_clamp_u32(c->msg.ird, nd_limits.max_outbound_read_limit);
+            *outbound = nd_clamp_u32(c->msg.ird, nd_caps.max_ord);
     } else if (c->state == ND_CS_REP_RECEIVED) {
         if (inbound)
             *inbound = nd_clamp_u32(c->ird, c->msg.ord);

@@ -42,8 +42,25 @@ enum nd_magic {
     ND_MAGIC_DEAD = 0xdeadbeef,
 };
 
-/* Adapter limits (one table, reported by nd_adapter_query and enforced by the core). */
-extern const nd_adapter_info nd_limits;
+/*
+ * What the device offers, in neither front end's terms: the core enforces these, and ND's
+ * nd_adapter_query and verbs' ibv_query_device each fill their own struct from them.
+ */
+struct nd_caps {
+    uint16_t vendor_id, device_id;
+    uint64_t max_mr_size;           /* bytes in one registration */
+    uint64_t max_mw_size;           /* bytes in one window bind */
+    uint32_t max_send_sge, max_recv_sge, max_read_sge;
+    uint32_t max_msg_size;          /* bytes per request, all SGEs */
+    uint32_t max_inline;            /* inline bytes per request */
+    uint32_t max_ird, max_ord;      /* inbound and outbound RDMA Reads in flight per QP */
+    uint32_t max_send_wr, max_recv_wr, max_srq_wr, max_cqe;
+    uint32_t max_qp, max_srq, max_pd, max_cq, max_mr;
+    uint32_t max_connect_pdata, max_accept_pdata;   /* private data of a request, of a reply */
+    uint32_t inline_threshold;      /* below this, copying inline pays (a hint) */
+    uint32_t large_threshold;       /* above this, Read/Write beat Send (a hint) */
+};
+extern const struct nd_caps nd_caps;
 
 #define ND_MAX_CQS_PER_ADAPTER 32768u   /* arm words in the adapter's shared region */
 #define ND_MTAB_ENTRIES (1u << 18)      /* MR/MW tokens per adapter */

@@ -560,7 +560,7 @@ ND_API nd_status nd_cq_resize(nd_cq *cq, uint32_t depth)
 
     if (!cq || cq->magic != ND_MAGIC_CQ)
         return ND_INVALID_HANDLE;
-    if (depth == 0 || depth > nd_limits.max_completion_queue_depth)
+    if (depth == 0 || depth > nd_caps.max_cqe)
         return ND_INVALID_PARAMETER_1;
     nd_lock_acquire(&cq->lock);
     if (cq->error != ND_SUCCESS)

@@ -107,7 +107,7 @@ ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t
         return ND_INVALID_PARAMETER;
     if (len == 0)
         return ND_INVALID_BUFFER_SIZE;
-    if (len > nd_limits.max_registration_size)
+    if (len > nd_caps.max_mr_size)
         return ND_INVALID_PARAMETER;
     if (flags & ~MR_FLAGS_KNOWN)
         return ND_INVALID_PARAMETER_3;

@@ -105,10 +105,10 @@ static nd_status check_transfer(struct nd_qp *qp, const nd_sge *sge, uint32_t ns
         return ND_INVALID_PARAMETER_2;
     /* The count first: nothing past the limit is ever read of the caller's array. Inline
      * data is copied at the post, so its SGEs count against the adapter's limit only. */
-    if (nsge > ((flags & ND_OP_FLAG_INLINE) ? nd_limits.max_initiator_sge : max_sge))
+    if (nsge > ((flags & ND_OP_FLAG_INLINE) ? nd_caps.max_send_sge : max_sge))
         return ND_DATA_OVERRUN;
     *total = sge_total(sge, nsge);
-    if (*total > nd_limits.max_transfer_length)
+    if (*total > nd_caps.max_msg_size)
         return ND_BUFFER_OVERFLOW;
     if (flags & ND_OP_FLAG_INLINE)
         return *total > qp->inline_size ? ND_BUFFER_OVERFLOW : ND_SUCCESS;
@@ -128,7 +128,7 @@ static nd_status post_rdma(nd_qp *qp, uint8_t type, void *ctx, const nd_sge *sge
     wr.remote_token = rtoken;
     if (!nd_qp_valid(qp))
         return ND_INVALID_HANDLE;
-    uint32_t max_sge = type == ND_REQUEST_TYPE_READ ? nd_limits.max_read_sge : qp->iq_sge;
+    uint32_t max_sge = type == ND_REQUEST_TYPE_READ ? nd_caps.max_read_sge : qp->iq_sge;
     if (flags & ~allowed)
         return ND_INVALID_PARAMETER_6;
     if (max_sge > qp->iq_sge)
@@ -229,7 +229,7 @@ ND_API nd_status nd_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t
     if (nsge > qp->rq_sge)
         return ND_DATA_OVERRUN;
     total = sge_total(sge, nsge);
-    if (total > nd_limits.max_transfer_length)
+    if (total > nd_caps.max_msg_size)
         return ND_BUFFER_OVERFLOW;
     nd_lock_acquire(&qp->lock);
     if (!sges_registered(qp, sge, nsge, ND_ACCESS_LOCAL_WRITE)) {

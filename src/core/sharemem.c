@@ -59,7 +59,7 @@ ND_API nd_status nd_alloc_memory(size_t size, void **out)
     if (!out)
         return ND_INVALID_PARAMETER_2;
     *out = NULL;
-    if (size == 0 || size > nd_limits.max_registration_size)
+    if (size == 0 || size > nd_caps.max_mr_size)
         return ND_INVALID_PARAMETER_1;
     s.size = (size + page - 1) & ~(page - 1);
     s.fd = nd_memfd_sealed("netdirect-shared", s.size);

@@ -133,9 +133,9 @@ ND_API nd_status nd_adapter_create_shared_receive_queue(nd_adapter *a, nd_port *
         return ND_INVALID_HANDLE;
     if (!nd_port_valid(port))
         return ND_INVALID_PARAMETER_2;
-    if (depth == 0 || depth > nd_limits.max_shared_receive_queue_depth)
+    if (depth == 0 || depth > nd_caps.max_srq_wr)
         return ND_INVALID_PARAMETER_3;
-    if (max_request_sge == 0 || max_request_sge > nd_limits.max_receive_sge)
+    if (max_request_sge == 0 || max_request_sge > nd_caps.max_recv_sge)
         return ND_INVALID_PARAMETER_4;
     if (notify_threshold > depth)
         return ND_INVALID_PARAMETER_5;
@@ -147,7 +147,7 @@ ND_API nd_status nd_adapter_create_shared_receive_queue(nd_adapter *a, nd_port *
     s->depth = depth;
     s->max_sge = max_request_sge;
     /* Room for the largest depth Modify may set, so the shared layout never moves. */
-    s->entries = pow2_at_least(nd_limits.max_shared_receive_queue_depth);
+    s->entries = pow2_at_least(nd_caps.max_srq_wr);
     s->slots = calloc(s->entries, sizeof(*s->slots));
     s->sges = calloc((size_t)s->entries * s->max_sge, sizeof(*s->sges));
     s->free_ids = calloc(s->entries, sizeof(*s->free_ids));
@@ -242,7 +242,7 @@ ND_API nd_status nd_srq_modify(nd_srq *s, uint32_t depth, uint32_t notify_thresh
 
     if (!srq_valid(s))
         return ND_INVALID_HANDLE;
-    if (depth > nd_limits.max_shared_receive_queue_depth)
+    if (depth > nd_caps.max_srq_wr)
         return ND_INVALID_PARAMETER_1;
     nd_lock_acquire(&s->lock);
     if (depth && depth < s->outstanding)
@@ -293,7 +293,7 @@ ND_API nd_status nd_srq_receive(nd_srq *s, void *ctx, const nd_sge *sge, uint32_
         return ND_DATA_OVERRUN;
     for (uint32_t i = 0; i < nsge; i++)
         total += sge[i].buffer_length;
-    if (total > nd_limits.max_transfer_length)
+    if (total > nd_caps.max_msg_size)
         return ND_BUFFER_OVERFLOW;
     nd_lock_acquire(&s->lock);
     if (!nd_sges_registered(s->adapter, &s->reg_memo, sge, nsge, ND_ACCESS_LOCAL_WRITE)) {

@@ -407,11 +407,11 @@ int vb_av_rtr(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
     q->av.dest_qpn = attr->dest_qp_num;
     q->av.ah = attr->ah_attr;
     q->av.ird = (mask & IBV_QP_MAX_DEST_RD_ATOMIC) ? attr->max_dest_rd_atomic : 1;
-    if (q->av.ird > nd_limits.max_inbound_read_limit)
-        q->av.ird = nd_limits.max_inbound_read_limit;
+    if (q->av.ird > nd_caps.max_ird)
+        q->av.ird = nd_caps.max_ird;
     /* The RTS step gives max_rd_atomic, after the connection may be under way: offer the
      * device's, which the peer's RTR limit clamps. */
-    q->av.ord = nd_limits.max_outbound_read_limit;
+    q->av.ord = nd_caps.max_ord;
     q->av.dialer = q->qp.qp_num != attr->dest_qp_num ? q->qp.qp_num < attr->dest_qp_num
                    : memcmp(&local.sin_addr, &peer.sin_addr, 4) < 0;
     q->av.on = true;

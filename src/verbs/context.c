@@ -146,7 +146,7 @@ static void port_attr(struct ibv_port_attr *a)
     a->active_mtu = (enum ibv_mtu)vb_port_mtu();
     a->gid_tbl_len = n ? (int)n : 1;
     a->port_cap_flags = IBV_PORT_CM_SUP;
-    a->max_msg_sz = nd_limits.max_transfer_length;
+    a->max_msg_sz = nd_caps.max_msg_size;
     a->pkey_tbl_len = 1;
     a->max_vl_num = 1;
     a->active_width = 2;            /* 4X */

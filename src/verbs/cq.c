@@ -144,7 +144,7 @@ VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
     struct vb_cq *q;
     nd_status st;
 
-    if (!ctx || cqe < 1 || (uint32_t)cqe > nd_limits.max_completion_queue_depth || comp_vector < 0 ||
+    if (!ctx || cqe < 1 || (uint32_t)cqe > nd_caps.max_cqe || comp_vector < 0 ||
         comp_vector >= ctx->num_comp_vectors || (channel && channel->context != ctx)) {
         errno = EINVAL;
         return NULL;
@@ -182,7 +182,7 @@ VB_API int ibv_resize_cq(struct ibv_cq *cq, int cqe)
     struct vb_cq *q = (struct vb_cq *)cq;
     nd_status st;
 
-    if (!cq || cqe < 1 || (uint32_t)cqe > nd_limits.max_completion_queue_depth)
+    if (!cq || cqe < 1 || (uint32_t)cqe > nd_caps.max_cqe)
         return EINVAL;
     st = nd_cq_resize(q->core, (uint32_t)cqe);
     if (st != ND_SUCCESS)

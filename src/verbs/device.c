@@ -146,32 +146,32 @@ uint32_t vb_port_mtu(void)
 
 void vb_device_attr(const struct vb_device *d, struct ibv_device_attr *attr)
 {
-    const nd_adapter_info *l = &nd_limits;
+    const struct nd_caps *l = &nd_caps;
 
     memset(attr, 0, sizeof(*attr));
     snprintf(attr->fw_ver, sizeof(attr->fw_ver), "netdirect %s", ND_VERSION_STRING);
     attr->node_guid = attr->sys_image_guid = d->guid;
-    attr->max_mr_size = l->max_registration_size;
+    attr->max_mr_size = l->max_mr_size;
     attr->page_size_cap = (uint64_t)sysconf(_SC_PAGESIZE);
     attr->vendor_id = l->vendor_id;
     attr->vendor_part_id = l->device_id;
-    attr->max_qp = 16384;
-    attr->max_qp_wr = (int)l->max_initiator_queue_depth;
+    attr->max_qp = (int)l->max_qp;
+    attr->max_qp_wr = (int)l->max_send_wr;
     attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
                               IBV_DEVICE_SRQ_RESIZE;
-    attr->max_sge = (int)l->max_initiator_sge;
+    attr->max_sge = (int)l->max_send_sge;
     attr->max_sge_rd = (int)l->max_read_sge;
-    attr->max_cq = ND_MAX_CQS_PER_ADAPTER;
-    attr->max_cqe = (int)l->max_completion_queue_depth;
-    attr->max_mr = ND_MTAB_ENTRIES;
-    attr->max_pd = 1024;
-    attr->max_qp_rd_atom = attr->max_res_rd_atom = (int)l->max_inbound_read_limit;
-    attr->max_qp_init_rd_atom = (int)l->max_outbound_read_limit;
+    attr->max_cq = (int)l->max_cq;
+    attr->max_cqe = (int)l->max_cqe;
+    attr->max_mr = (int)l->max_mr;
+    attr->max_pd = (int)l->max_pd;
+    attr->max_qp_rd_atom = attr->max_res_rd_atom = (int)l->max_ird;
+    attr->max_qp_init_rd_atom = (int)l->max_ord;
     attr->atomic_cap = IBV_ATOMIC_NONE;
-    attr->max_mw = ND_MTAB_ENTRIES;
-    attr->max_srq = 16384;
-    attr->max_srq_wr = (int)l->max_shared_receive_queue_depth;
-    attr->max_srq_sge = (int)l->max_receive_sge;
+    attr->max_mw = (int)l->max_mr;
+    attr->max_srq = (int)l->max_srq;
+    attr->max_srq_wr = (int)l->max_srq_wr;
+    attr->max_srq_sge = (int)l->max_recv_sge;
     attr->max_pkeys = 1;
     attr->local_ca_ack_delay = 15;
     attr->phys_port_cnt = 1;

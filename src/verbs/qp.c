@@ -31,13 +31,13 @@ static uint32_t next_qp_num = 0x100;   /* atomic */
 
 static nd_status cap_check(const struct ibv_qp_cap *cap, bool srq)
 {
-    const nd_adapter_info *l = &nd_limits;
+    const struct nd_caps *l = &nd_caps;
 
-    if (!cap->max_send_wr || cap->max_send_wr > l->max_initiator_queue_depth ||
-        cap->max_send_sge > l->max_initiator_sge || cap->max_inline_data > l->max_inline_data_size)
+    if (!cap->max_send_wr || cap->max_send_wr > l->max_send_wr ||
+        cap->max_send_sge > l->max_send_sge || cap->max_inline_data > l->max_inline)
         return ND_INVALID_PARAMETER;
-    if (!srq && (!cap->max_recv_wr || cap->max_recv_wr > l->max_receive_queue_depth ||
-                 cap->max_recv_sge > l->max_receive_sge))
+    if (!srq && (!cap->max_recv_wr || cap->max_recv_wr > l->max_recv_wr ||
+                 cap->max_recv_sge > l->max_recv_sge))
         return ND_INVALID_PARAMETER;
     return ND_SUCCESS;
 }

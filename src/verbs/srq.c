@@ -92,8 +92,8 @@ VB_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_att
     uint32_t sge;
     nd_status st;
 
-    if (!pd || !attr || !attr->attr.max_wr || attr->attr.max_wr > nd_limits.max_shared_receive_queue_depth ||
-        attr->attr.max_sge > nd_limits.max_receive_sge) {
+    if (!pd || !attr || !attr->attr.max_wr || attr->attr.max_wr > nd_caps.max_srq_wr ||
+        attr->attr.max_sge > nd_caps.max_recv_sge) {
         errno = EINVAL;
         return NULL;
     }
@@ -132,7 +132,7 @@ VB_API int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int ma
     if ((mask & IBV_SRQ_LIMIT) && attr->srq_limit > s->max_wr)
         return EINVAL;
     if (mask & IBV_SRQ_MAX_WR) {
-        if (!attr->max_wr || attr->max_wr > nd_limits.max_shared_receive_queue_depth)
+        if (!attr->max_wr || attr->max_wr > nd_caps.max_srq_wr)
             return EINVAL;
         st = nd_srq_modify(s->core, attr->max_wr, 0);
         if (st != ND_SUCCESS)

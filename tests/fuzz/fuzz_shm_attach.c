@@ -138,27 +138,30 @@ static void attach(struct input *in)
     if (nd_adapter_create_queue_pair(adapter, cq, cq, NULL, 4, 4, 1, 1, 0, &qp) != ND_SUCCESS)
         abort();
     nd_cm_msg_init(&m, ND_CM_REQ);
-    m.rq_entries = take(in, 1) & 1 ? 1u << (take(in, 1) % 18) : take(in, 4);
-    m.max_sge = take(in, 1);
-    m.slot_size = take(in, 1) & 1 ? 256u << (take(in, 1) % 8) : take(in, 4);
-    m.arm_slot = take(in, 2);
-    m.iarm_slot = take(in, 2);
-    m.srq_entries = take(in, 1) & 1 ? 1u << (take(in, 1) % 10) : 0;
-    m.srq_max_sge = take(in, 1);
-    m.region_off = take(in, 1) & 1 ? (uint64_t)take(in, 4) << (take(in, 1) % 13) : 0;
+    struct shm_qp_desc dd = { 0 }, *d = &dd;
+
+    d->rq_entries = take(in, 1) & 1 ? 1u << (take(in, 1) % 18) : take(in, 4);
+    d->max_sge = take(in, 1);
+    d->slot_size = take(in, 1) & 1 ? 256u << (take(in, 1) % 8) : take(in, 4);
+    d->arm_slot = take(in, 2);
+    d->iarm_slot = take(in, 2);
+    d->srq_entries = take(in, 1) & 1 ? 1u << (take(in, 1) % 10) : 0;
+    d->srq_max_sge = take(in, 1);
+    d->region_off = take(in, 1) & 1 ? (uint64_t)take(in, 4) << (take(in, 1) % 13) : 0;
     struct nd_qp_layout l;
-    uint32_t rq = m.rq_entries && m.rq_entries <= 65536 ? m.rq_entries : 1;
-    uint32_t sge = m.max_sge && m.max_sge <= 64 ? m.max_sge : 1;
-    uint32_t slot = m.slot_size && m.slot_size <= 65536 ? m.slot_size : 256;
+    uint32_t rq = d->rq_entries && d->rq_entries <= 65536 ? d->rq_entries : 1;
+    uint32_t sge = d->max_sge && d->max_sge <= 64 ? d->max_sge : 1;
+    uint32_t slot = d->slot_size && d->slot_size <= 65536 ? d->slot_size : 256;
     nd_qp_layout(rq, sge, slot, &l);
     int fds[3] = { peer_region(in, l.size), take(in, 1) & 1 ? peer_region(in, 4096) : dup(nd_adapter_ro_fd(adapter)),
                    peer_region(in, 1u << 16) };
     for (int i = 0; i < 3; i++)
-        name(in, fds[i], &m.refs[i == 2 ? 4 : i]);
-    m.rcq_serial = take(in, 1) % 4;
-    m.icq_serial = take(in, 1) % 4;
-    m.refs[2].fd = (int32_t)(take(in, 1) % 32);
-    m.refs[3].fd = (int32_t)(take(in, 1) % 32);
+        name(in, fds[i], &d->refs[i == 2 ? 4 : i]);
+    d->rcq_serial = take(in, 1) % 4;
+    d->icq_serial = take(in, 1) % 4;
+    d->refs[2].fd = (int32_t)(take(in, 1) % 32);
+    d->refs[3].fd = (int32_t)(take(in, 1) % 32);
+    shm_desc_put(&m, d);
     shm_attach(qp, getpid(), &m, 1, 1);
     nd_qp_close(qp);
     for (int i = 0; i < 3; i++)

@@ -11,6 +11,35 @@
 #include "core/transport.h"
 #include "core/cm_msg.h"
 
+#include <string.h>
+
+
+#define SHM_NREFS 5
+
+/* What a REQ or REP tells the peer of the sender's queue pair: shm's part of a CM message. */
+struct shm_qp_desc {
+    uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
+    uint32_t srq_entries, srq_max_sge;  /* nonzero when the sender's QP takes receives from an SRQ */
+    uint16_t pd, recv_pd;           /* protection domains of its QP's memory and of its receives' */
+    uint64_t nonce, rcq_serial, icq_serial; /* who the CQs of refs[2], refs[3] are (nd_cq serials) */
+    uint64_t region_off;            /* of the sender's region in the memfd of refs[0] */
+    /* The sender's region, adapter region (read-only), receive CQ and initiator CQ eventfds,
+     * SRQ region, as it names them (fd -1: none). Named, not passed: nothing to close. */
+    struct nd_fd_ref refs[SHM_NREFS];
+};
+
+_Static_assert(sizeof(struct shm_qp_desc) <= ND_CM_XPORT_BYTES, "shm's part fits a CM message");
+
+/* The part in and out of a message: copied, as the core's bytes are no shm_qp_desc. */
+static inline void shm_desc_get(const struct nd_cm_msg *m, struct shm_qp_desc *d)
+{
+    memcpy(d, m->xport, sizeof(*d));
+}
+
+static inline void shm_desc_put(struct nd_cm_msg *m, const struct shm_qp_desc *d)
+{
+    memcpy(m->xport, d, sizeof(*d));
+}
 
 /* Rendezvous. Each returns a socket or a negative errno. */
 int shm_listen(const struct sockaddr *addr, int backlog);

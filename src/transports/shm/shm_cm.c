@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define SHM_MAGIC 0x4e44434du
-#define SHM_VERSION 5u
+#define SHM_VERSION 6u
 #define SHM_FLAG_REDIRECT 1u        /* REJ: come again by another transport */
 
 /* The message on the wire: fixed size, little-endian host order (same host). */
@@ -23,12 +23,7 @@ struct shm_wire {
     uint16_t version;
     uint16_t type;
     uint32_t ird, ord, pdata_len;
-    uint32_t rq_entries, max_sge, slot_size, arm_slot, iarm_slot;
-    uint32_t srq_entries, srq_max_sge;
-    uint16_t pd, recv_pd;           /* the protection domains of its memory (verbs; 0 for ND) */
-    uint64_t nonce, rcq_serial, icq_serial;
-    uint64_t region_off;            /* the region, in the chunk of the first descriptor */
-    struct nd_fd_ref refs[ND_CM_NREFS]; /* REQ/REP: as struct nd_cm_msg's */
+    struct shm_qp_desc desc;        /* REQ/REP: the sender's queue pair */
     uint32_t flags;                 /* SHM_FLAG_* */
     uint32_t family;
     uint16_t port;
@@ -153,8 +148,8 @@ static void decode_addr(const struct shm_wire *w, struct sockaddr_storage *ss)
     }
 }
 
-/* Name @qp's descriptors in @w (false if the adapter region cannot be named). */
-static bool name_descriptors(struct shm_wire *w, struct nd_qp *qp)
+/* Describe @qp in @w, naming its descriptors (false if the adapter region cannot be named). */
+static bool name_descriptors(struct shm_qp_desc *w, struct nd_qp *qp)
 {
     if (!nd_adapter_ro_ref(qp->adapter, &w->refs[1]))   /* kept by the adapter */
         return false;
@@ -194,7 +189,7 @@ nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
 
     memcpy(w.pdata, m->pdata, m->pdata_len);
     encode_addr(&w, &m->src);
-    if (qp && !name_descriptors(&w, qp))
+    if (qp && !name_descriptors(&w.desc, qp))
         return ND_INSUFFICIENT_RESOURCES;
     do
         n = send(sock, &w, sizeof(w), MSG_NOSIGNAL);
@@ -257,25 +252,15 @@ nd_status shm_recv(int sock, struct nd_cm_msg *m)
     m->pdata_len = w.pdata_len;
     memcpy(m->pdata, w.pdata, w.pdata_len);
     decode_addr(&w, &m->src);
-    m->rq_entries = w.rq_entries;
-    m->max_sge = w.max_sge;
-    m->slot_size = w.slot_size;
-    m->arm_slot = w.arm_slot;
-    m->iarm_slot = w.iarm_slot;
-    m->srq_entries = w.srq_entries;
-    m->srq_max_sge = w.srq_max_sge;
-    m->pd = w.pd;
-    m->recv_pd = w.recv_pd;
     m->redirect = w.type == ND_CM_REJ && (w.flags & SHM_FLAG_REDIRECT);
-    m->nonce = w.nonce;
-    m->rcq_serial = w.rcq_serial;
-    m->region_off = w.region_off;
-    m->icq_serial = w.icq_serial;
-    if (w.type == ND_CM_REQ || w.type == ND_CM_REP) {
-        memcpy(m->refs, w.refs, sizeof(m->refs));
-        if (!w.srq_entries)
-            m->refs[4].fd = -1;
+    if (w.type != ND_CM_REQ && w.type != ND_CM_REP) {
+        w.desc = (struct shm_qp_desc){ 0 };
+        for (int i = 0; i < SHM_NREFS; i++)
+            w.desc.refs[i].fd = -1;
+    } else if (!w.desc.srq_entries) {
+        w.desc.refs[4].fd = -1;
     }
+    shm_desc_put(m, &w.desc);
     return ND_SUCCESS;
 }
 

@@ -232,7 +232,7 @@ static uint8_t *peer_view(struct shm_conn *c, const struct nd_mtab_share *s, uin
     struct stat st;
     int fd;
 
-    if (!s->ino || s->fd < 0 || !s->size || s->size > nd_limits.max_registration_size)
+    if (!s->ino || s->fd < 0 || !s->size || s->size > nd_caps.max_mr_size)
         return NULL;
     for (uint32_t i = 0; i < PEER_MAPS && !m; i++)
         if (c->maps[i].ino == s->ino && c->maps[i].base == s->base && c->maps[i].size == s->size)
@@ -892,56 +892,61 @@ static void *map_peer_srq(pid_t pid, const struct nd_fd_ref *ref, size_t size)
 
 /* The slots must also keep to the budget our own queue pairs keep (nd_qp_slot_size): a
  * peer claiming 64 KiB slots for 65536 receives would have us map 4 GiB of its memfd. */
-bool shm_geometry_ok(const struct nd_cm_msg *m)
+bool shm_geometry_ok(const struct nd_cm_msg *msg)
 {
-    return m->rq_entries && !(m->rq_entries & (m->rq_entries - 1)) && m->rq_entries <= 65536 &&
-           m->max_sge >= 1 && m->max_sge <= nd_limits.max_receive_sge && m->slot_size >= ND_SLOT_MIN &&
-           m->slot_size <= ND_SLOT_MAX && !(m->slot_size & (m->slot_size - 1)) &&
-           (m->slot_size == ND_SLOT_MIN || (uint64_t)m->slot_size * m->rq_entries <= ND_SLOT_BUDGET) &&
-           m->arm_slot < ND_MAX_CQS_PER_ADAPTER && m->iarm_slot < ND_MAX_CQS_PER_ADAPTER;
+    struct shm_qp_desc d;
+
+    shm_desc_get(msg, &d);
+    return d.rq_entries && !(d.rq_entries & (d.rq_entries - 1)) && d.rq_entries <= 65536 &&
+           d.max_sge >= 1 && d.max_sge <= nd_caps.max_recv_sge && d.slot_size >= ND_SLOT_MIN &&
+           d.slot_size <= ND_SLOT_MAX && !(d.slot_size & (d.slot_size - 1)) &&
+           (d.slot_size == ND_SLOT_MIN || (uint64_t)d.slot_size * d.rq_entries <= ND_SLOT_BUDGET) &&
+           d.arm_slot < ND_MAX_CQS_PER_ADAPTER && d.iarm_slot < ND_MAX_CQS_PER_ADAPTER;
 }
 
-nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord)
+nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *msg, uint32_t ird, uint32_t ord)
 {
+    struct shm_qp_desc d;
     struct shm_conn *c = calloc(1, sizeof(*c));
 
-    if (!c || !shm_geometry_ok(m))
+    shm_desc_get(msg, &d);
+    if (!c || !shm_geometry_ok(msg))
         goto err;
-    nd_qp_layout(m->rq_entries, m->max_sge, m->slot_size, &c->pl);
-    c->peer_slot_size = m->slot_size;
-    c->peer_region = nd_peer_area_map(qp->adapter, pid, &m->refs[0], m->region_off, c->pl.size);
-    c->peer_adapter = nd_adapter_map_peer(qp->adapter, pid, &m->refs[1]);
+    nd_qp_layout(d.rq_entries, d.max_sge, d.slot_size, &c->pl);
+    c->peer_slot_size = d.slot_size;
+    c->peer_region = nd_peer_area_map(qp->adapter, pid, &d.refs[0], d.region_off, c->pl.size);
+    c->peer_adapter = nd_adapter_map_peer(qp->adapter, pid, &d.refs[1]);
     if (!c->peer_region || !c->peer_adapter)
         goto err;
     c->pctl = (struct nd_qp_ctl *)c->peer_region;
-    if (c->pctl->magic != ND_QP_REGION_MAGIC || c->pctl->rq_entries != m->rq_entries)
+    if (c->pctl->magic != ND_QP_REGION_MAGIC || c->pctl->rq_entries != d.rq_entries)
         goto err;
-    nd_qp_region_populate(c->peer_region, &c->pl, m->slot_size);
+    nd_qp_region_populate(c->peer_region, &c->pl, d.slot_size);
     c->peer_mtab = (const struct nd_mtab_entry *)(c->peer_adapter + ND_ADAPTER_ARM_BYTES);
-    c->peer_rq_entries = m->rq_entries;
-    c->peer_max_sge = m->max_sge;
-    c->peer_pd = m->pd;
-    c->peer_recv_pd = m->recv_pd;
+    c->peer_rq_entries = d.rq_entries;
+    c->peer_max_sge = d.max_sge;
+    c->peer_pd = d.pd;
+    c->peer_recv_pd = d.recv_pd;
     c->pprod.hdr = (struct nd_ring_hdr *)(c->peer_region + c->pl.ring);
     c->pprod.ents = (struct nd_cqe *)(c->peer_region + c->pl.ents);
-    c->pprod.mask = m->rq_entries - 1;
+    c->pprod.mask = d.rq_entries - 1;
     c->pprod.prod = atomic_load(&c->pprod.hdr->prod);
     c->pprod.cons_seen = atomic_load(&c->pprod.hdr->cons);
-    c->pprod.arm = (const _Atomic uint32_t *)(c->peer_adapter + (size_t)m->arm_slot * ND_CACHELINE);
-    if (m->srq_entries) {
-        if (!m->srq_max_sge || m->srq_max_sge > nd_limits.max_receive_sge || (m->srq_entries & (m->srq_entries - 1)) ||
-            m->srq_entries > 65536)
+    c->pprod.arm = (const _Atomic uint32_t *)(c->peer_adapter + (size_t)d.arm_slot * ND_CACHELINE);
+    if (d.srq_entries) {
+        if (!d.srq_max_sge || d.srq_max_sge > nd_caps.max_recv_sge || (d.srq_entries & (d.srq_entries - 1)) ||
+            d.srq_entries > 65536)
             goto err;
-        nd_srq_layout(m->srq_entries, m->srq_max_sge, &c->psl);
-        c->psrq = map_peer_srq(pid, &m->refs[4], c->psl.size);
+        nd_srq_layout(d.srq_entries, d.srq_max_sge, &c->psl);
+        c->psrq = map_peer_srq(pid, &d.refs[4], c->psl.size);
         if (!c->psrq)
             goto err;
         c->psrq_ctl = (struct nd_srq_ctl *)c->psrq;
-        c->psrq_entries = m->srq_entries;
-        c->psrq_max_sge = m->srq_max_sge;
+        c->psrq_entries = d.srq_entries;
+        c->psrq_max_sge = d.srq_max_sge;
     }
-    c->prcq = shm_signal_get(pid, m->nonce, m->rcq_serial, m->refs[2].fd);
-    c->picq = shm_signal_get(pid, m->nonce, m->icq_serial, m->refs[3].fd);
+    c->prcq = shm_signal_get(pid, d.nonce, d.rcq_serial, d.refs[2].fd);
+    c->picq = shm_signal_get(pid, d.nonce, d.icq_serial, d.refs[3].fd);
     if (!c->prcq || !c->picq)
         goto err;
     c->peer_rcq_fd = shm_signal_fd(c->prcq);
