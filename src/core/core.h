@@ -84,6 +84,23 @@ struct nd_wc_ext {
 /* nd_cq_get_results, with @ext[i] filled for results[i] (zeroed first: most have none). */
 uint32_t nd_cq_get_results_ext(nd_cq *cq, nd_result *results, struct nd_wc_ext *ext, uint32_t max);
 
+/* ---- the CM's queue of incoming requests (listener.c) ---- */
+
+/*
+ * For a front end that makes an object of its own per incoming request (rdma_cm): @fn(@ctx)
+ * runs each time requests join @l's queue, without the listener's lock, on the thread that
+ * serves the listener's port; NULL stops it. Set it before nd_listener_listen: a request
+ * that comes earlier waits in the queue unannounced until the next one.
+ */
+typedef void (*nd_request_fn)(void *ctx);
+void nd_listener_notify_requests(nd_listener *l, nd_request_fn fn, void *ctx);
+/*
+ * The oldest queued request, on a new connector of the listener's adapter and port, in the
+ * state GetConnectionRequest leaves one (accept, reject, read its data). ND_PENDING: none.
+ * ND's GetConnectionRequest draws from the same queue, pending calls first.
+ */
+nd_status nd_listener_take_request(nd_listener *l, nd_connector **out);
+
 /* ---- overlapped requests and completion ports (ov.c, port.c) ---- */
 
 struct nd_ovobj;

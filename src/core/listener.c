@@ -51,6 +51,8 @@ struct nd_listener {
     uint32_t nwait, capwait;
     struct gcr *g;
     uint32_t ng, capg;
+    nd_request_fn req_fn;           /* a front end takes requests itself (rdma_cm) */
+    void *req_ctx;
     _Atomic uint32_t inflight;      /* port calls of our sources running or waiting for the lock */
 };
 
@@ -252,11 +254,22 @@ static void listener_pump(struct nd_listener *l, struct nd_ovbatch *b)
 static void listener_on_signal(void *obj, struct nd_ovbatch *b)
 {
     struct nd_listener *l = obj;
+    nd_request_fn fn = NULL;
+    void *ctx = NULL;
 
     pthread_mutex_lock(&l->lock);
-    if (l->magic == ND_MAGIC_LISTENER)      /* not closed while this call waited for the lock */
+    if (l->magic == ND_MAGIC_LISTENER) {    /* not closed while this call waited for the lock */
         listener_pump(l, b);
+        if (l->nin && l->req_fn) {
+            fn = l->req_fn;
+            ctx = l->req_ctx;
+        }
+    }
     pthread_mutex_unlock(&l->lock);
+    /* Unlocked: it takes the requests. Close quiesces the port's calls of this source
+     * before it frees, so the listener outlives the call. */
+    if (fn)
+        fn(ctx);
 }
 
 static void listener_poll(struct nd_ovobj *obj)
@@ -431,6 +444,46 @@ ND_API nd_status nd_listener_get_connection_request(nd_listener *l, nd_connector
     pthread_mutex_unlock(&l->lock);
     nd_port_deliver(&b);
     return st;
+}
+
+ND_API void nd_listener_notify_requests(nd_listener *l, nd_request_fn fn, void *ctx)
+{
+    if (!listener_valid(l))
+        return;
+    pthread_mutex_lock(&l->lock);
+    l->req_fn = fn;
+    l->req_ctx = ctx;
+    pthread_mutex_unlock(&l->lock);
+}
+
+ND_API nd_status nd_listener_take_request(nd_listener *l, nd_connector **out)
+{
+    struct sockaddr_storage local;
+    struct incoming in;
+    nd_connector *c;
+    nd_status st;
+
+    if (!listener_valid(l) || !out)
+        return ND_INVALID_HANDLE;
+    pthread_mutex_lock(&l->lock);
+    if (!l->nin) {
+        pthread_mutex_unlock(&l->lock);
+        return ND_PENDING;
+    }
+    in = l->in[0];
+    memmove(l->in, l->in + 1, --l->nin * sizeof(*l->in));
+    local = l->addr;
+    pthread_mutex_unlock(&l->lock);
+    /* The connector is made unlocked: it registers with the port, which may be serving
+     * this listener's source right now. */
+    st = nd_adapter_create_connector(l->adapter, l->ov.port, &c);
+    if (st != ND_SUCCESS) {
+        reject_and_close(in.wire, in.sock);     /* the peer hears a refusal */
+        return st;
+    }
+    nd_connector_take_request(c, in.wire, in.sock, in.pid, &in.req, &local);
+    *out = c;
+    return ND_SUCCESS;
 }
 
 static void cancel_all(struct nd_listener *l, struct nd_ovbatch *b)

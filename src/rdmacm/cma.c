@@ -327,8 +327,6 @@ static void drain_ops(struct cm_id *id)
 {
     nd_connector *conn;
 
-    if (id->listener)
-        nd_listener_cancel_overlapped_requests(id->listener);
     pthread_mutex_lock(&id->lock);
     conn = id->conn;
     pthread_mutex_unlock(&id->lock);

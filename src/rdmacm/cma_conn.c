@@ -6,8 +6,8 @@
  * Active side: rdma_resolve_addr picks the local address the route leaves by and binds a
  * connector to it; rdma_connect connects the id's QP; when the peer accepts, the CM thread
  * completes the connection (rdma_cm sends the RTU itself) and queues ESTABLISHED with the
- * peer's private data. Passive side: a listener always has one request out; each request
- * that arrives becomes a new id and a CONNECT_REQUEST, and the next request goes out.
+ * peer's private data. Passive side: each request that joins a listener's queue in the
+ * core is taken on the CM thread and becomes a new id and a CONNECT_REQUEST.
  * rdma_accept completes with ESTABLISHED once the active side completed. Either side's
  * disconnect, or the peer's, gives DISCONNECTED once, and the QP goes to ERR (flushed).
  */
@@ -42,9 +42,7 @@ static void cancel_if_destroying(struct cm_id *id, enum cm_op_kind kind)
     pthread_mutex_unlock(&id->lock);
     if (!destroying)
         return;
-    if (kind == CM_OP_GETREQ)
-        nd_listener_cancel_overlapped_requests(id->listener);
-    else if (conn)
+    if (conn)
         nd_connector_cancel_overlapped_requests(conn);
 }
 
@@ -337,25 +335,7 @@ CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
     return rc == RDMA_CM_EVENT_ESTABLISHED ? 0 : cm_fail(status ? -status : ECONNREFUSED);
 }
 
-/* A listener's next request, on a fresh connector. */
-static void arm_listener(struct cm_id *l)
-{
-    nd_connector *next = NULL;
-
-    if (nd_adapter_create_connector(ndv_context_adapter(l->id.verbs), cm_port(), &next) != ND_SUCCESS)
-        return;
-    /* l->conn is the listener lock's: rdma_destroy_id reads it from another thread. */
-    pthread_mutex_lock(&l->lock);
-    l->conn = next;
-    pthread_mutex_unlock(&l->lock);
-    cm_op_begin(l, CM_OP_GETREQ);
-    if (start(l, CM_OP_GETREQ, nd_listener_get_connection_request(l->listener, next, &l->op[CM_OP_GETREQ].ov)) < 0) {
-        pthread_mutex_lock(&l->lock);
-        l->conn = NULL;
-        pthread_mutex_unlock(&l->lock);
-        nd_connector_close(next);
-    }
-}
+static void requests_in(void *ctx);
 
 CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
 {
@@ -365,8 +345,10 @@ CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
     if (!cid || !id->bound || id->listener)
         return cm_fail(EINVAL);
     st = nd_adapter_create_listener(ndv_context_adapter(cid->verbs), cm_port(), &id->listener);
-    if (st == ND_SUCCESS)
+    if (st == ND_SUCCESS) {
+        nd_listener_notify_requests(id->listener, requests_in, id);
         st = nd_listener_bind(id->listener, &cid->route.addr.src_addr, sa_len(&cid->route.addr.src_addr));
+    }
     if (st == ND_SUCCESS)
         st = nd_listener_listen(id->listener, backlog > 0 ? (uint32_t)backlog : 0);
     if (st != ND_SUCCESS) {
@@ -377,7 +359,6 @@ CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
     }
     uint32_t len = sizeof(cid->route.addr.src_storage);
     nd_listener_get_local_address(id->listener, &cid->route.addr.src_addr, &len);
-    arm_listener(id);
     return 0;
 }
 
@@ -570,31 +551,21 @@ static void connect_done(struct cm_id *id, nd_status st)
     }
 }
 
-static void request_in(struct cm_id *l, nd_status st)
+/* One request taken from listener @l's queue: a new id, and CONNECT_REQUEST on @l's channel. */
+static void request_in(struct cm_id *l, nd_connector *conn)
 {
-    nd_connector *conn;
     struct cm_id *child;
     uint8_t pdata[CM_PDATA_MAX];
     uint32_t len = sizeof(pdata), alen;
+    bool destroying;
 
     pthread_mutex_lock(&l->lock);
-    conn = l->conn;
-    l->conn = NULL;
+    destroying = l->destroying;
     pthread_mutex_unlock(&l->lock);
-    if (st != ND_SUCCESS || l->destroying) {
-        if (conn && st == ND_SUCCESS)
-            nd_connector_reject(conn, NULL, 0);
-        if (conn)
-            nd_connector_close(conn);
-        if (st != ND_CANCELED && !l->destroying)
-            arm_listener(l);
-        return;
-    }
-    child = cm_id_new(l->id.channel, l->id.context, l->id.ps);
+    child = destroying ? NULL : cm_id_new(l->id.channel, l->id.context, l->id.ps);
     if (!child) {
         nd_connector_reject(conn, NULL, 0);
         nd_connector_close(conn);
-        arm_listener(l);
         return;
     }
     child->conn = conn;
@@ -608,7 +579,17 @@ static void request_in(struct cm_id *l, nd_status st)
     if (nd_connector_get_private_data(conn, pdata, &len) != ND_SUCCESS)
         len = 0;
     cm_queue_request(l, child, pdata, len);
-    arm_listener(l);
+}
+
+/* The core queued requests for a listener (on the CM thread, which serves the port). Its
+ * id lives until rdma_destroy_id has closed the listener, which waits for this call. */
+static void requests_in(void *ctx)
+{
+    struct cm_id *l = ctx;
+    nd_connector *conn;
+
+    while (nd_listener_take_request(l->listener, &conn) == ND_SUCCESS)
+        request_in(l, conn);
 }
 
 void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st)
@@ -628,9 +609,6 @@ void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st)
             established(id, NULL, 0);
         else if (st != ND_CANCELED)
             cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -cm_errno(st), NULL, 0);
-        break;
-    case CM_OP_GETREQ:
-        request_in(id, st);
         break;
     case CM_OP_NOTIFY:
     case CM_OP_DISCONNECT:

@@ -3,10 +3,10 @@
  * The rdma_cm front end (librdmacm.so.1): rdma-core 44's CM ABI over the core's connectors
  * and listeners, reached through libibverbs.so.1 (ndv.h).
  *
- * Every asynchronous step (connect, complete, accept, a listener's next request, a
- * disconnect and the notice of one) is an overlapped request on one process-wide port.
- * The CM thread waits on that port and turns each completion into the rdma_cm event the
- * id's channel then delivers. An id made without a channel (and every id of
+ * Every asynchronous step (connect, complete, accept, a disconnect and the notice of one)
+ * is an overlapped request on one process-wide port. The CM thread waits on that port and
+ * turns each completion into the rdma_cm event the id's channel then delivers; it also
+ * serves listeners, whose queued requests it takes as they come (core.h's request queue). An id made without a channel (and every id of
  * rdma_create_ep) gets a channel of its own, and the calls that wait for their event
  * (resolve, connect, accept, get_request) wait on it.
  */
@@ -16,6 +16,7 @@
 #include <rdma/rdma_cma.h>
 #include <stdbool.h>
 
+#include "core/core.h"
 #include "core/evq.h"
 #include "verbs/ndv.h"
 
@@ -24,8 +25,7 @@
 #define CM_API __attribute__((visibility("default")))
 #define CM_PDATA_MAX 256
 
-enum cm_op_kind { CM_OP_CONNECT, CM_OP_COMPLETE, CM_OP_ACCEPT, CM_OP_GETREQ, CM_OP_NOTIFY, CM_OP_DISCONNECT,
-                  CM_OP_COUNT };
+enum cm_op_kind { CM_OP_CONNECT, CM_OP_COMPLETE, CM_OP_ACCEPT, CM_OP_NOTIFY, CM_OP_DISCONNECT, CM_OP_COUNT };
 
 struct cm_id;
 

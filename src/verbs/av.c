@@ -42,7 +42,7 @@ struct av_hello {
     uint32_t src_qpn;
 };
 
-enum av_step { AVL_GETREQ, AVL_CONNECT, AVL_COMPLETE, AVL_ACCEPT, AVL_UP };
+enum av_step { AVL_REQUEST, AVL_CONNECT, AVL_COMPLETE, AVL_ACCEPT, AVL_UP };
 
 /* One connector and its request on the context's port. It outlives its QP while the
  * core still holds a request of it (the event thread frees it then). */
@@ -50,7 +50,6 @@ struct av_link {
     nd_overlapped ov;               /* first: the port hands back its address */
     struct vb_context *c;
     struct vb_qp *q;                /* NULL once the QP is destroyed (av_lock) */
-    struct av_listener *ls;         /* a GetConnectionRequest's listener */
     nd_connector *conn;
     enum av_step step;
     bool pending;                   /* a request is with the core (av_lock) */
@@ -58,11 +57,11 @@ struct av_link {
 };
 
 struct av_listener {
+    struct vb_context *c;
     nd_listener *l;
     uint16_t port;
     uint32_t used;
     struct vb_qp *slot[VB_AV_SLOTS];
-    struct av_link *req;            /* the GetConnectionRequest out */
 };
 
 /* A send posted before the connection is up, with its own copy of the SGEs (and of the
@@ -73,13 +72,15 @@ struct av_held {
     struct ibv_sge sge[];
 };
 
-static struct av_link *link_new(struct vb_context *c, struct vb_qp *q, enum av_step step)
+/* A link around connector @conn, or a new one (@conn NULL). */
+static struct av_link *link_new(struct vb_context *c, struct vb_qp *q, enum av_step step, nd_connector *conn)
 {
     struct av_link *k = calloc(1, sizeof(*k));
 
     if (!k)
         return NULL;
-    if (nd_adapter_create_connector(c->adapter, c->port, &k->conn) != ND_SUCCESS) {
+    k->conn = conn;
+    if (!conn && nd_adapter_create_connector(c->adapter, c->port, &k->conn) != ND_SUCCESS) {
         free(k);
         return NULL;
     }
@@ -107,19 +108,7 @@ static bool link_started(struct av_link *k, nd_status st)
     return false;
 }
 
-static void post_getreq(struct vb_context *c, struct av_listener *ls)
-{
-    struct av_link *k = link_new(c, NULL, AVL_GETREQ);
-
-    ls->req = k;
-    if (!k)
-        return;
-    k->ls = ls;
-    if (!link_started(k, nd_listener_get_connection_request(ls->l, k->conn, &k->ov))) {
-        link_free(k);
-        ls->req = NULL;
-    }
-}
+static void requests_in(void *ctx);
 
 static struct av_listener *listener_new(struct vb_context *c)
 {
@@ -134,6 +123,8 @@ static struct av_listener *listener_new(struct vb_context *c)
         free(ls);
         return NULL;
     }
+    ls->c = c;
+    nd_listener_notify_requests(ls->l, requests_in, ls);
     if (nd_listener_bind(ls->l, (struct sockaddr *)&any, sizeof(any)) != ND_SUCCESS ||
         nd_listener_listen(ls->l, 0) != ND_SUCCESS ||
         nd_listener_get_local_address(ls->l, (struct sockaddr *)&got, &len) != ND_SUCCESS) {
@@ -142,7 +133,6 @@ static struct av_listener *listener_new(struct vb_context *c)
         return NULL;
     }
     ls->port = ntohs(((struct sockaddr_in *)&got)->sin_port);
-    post_getreq(c, ls);
     return ls;
 }
 
@@ -275,7 +265,6 @@ static void handle_request(struct av_listener *ls, struct av_link *k)
         reject_link(k);
         return;
     }
-    k->ls = NULL;
     if (!q->av.on) {
         /* Before our RTR: it waits for it; a later request for the same QP replaces it. */
         if (q->av.parked)
@@ -285,6 +274,28 @@ static void handle_request(struct av_listener *ls, struct av_link *k)
         return;
     }
     accept_request(q, k);
+}
+
+/* The core queued requests on @ctx's listener: on the event thread, which serves the port
+ * (the listener is closed only once that thread has stopped). */
+static void requests_in(void *ctx)
+{
+    struct av_listener *ls = ctx;
+    struct vb_context *c = ls->c;
+    nd_connector *conn;
+
+    pthread_mutex_lock(&c->av_lock);
+    while (!c->av_closing && nd_listener_take_request(ls->l, &conn) == ND_SUCCESS) {
+        struct av_link *k = link_new(c, NULL, AVL_REQUEST, conn);
+
+        if (k) {
+            handle_request(ls, k);
+        } else {
+            nd_connector_reject(conn, NULL, 0);
+            nd_connector_close(conn);
+        }
+    }
+    pthread_mutex_unlock(&c->av_lock);
 }
 
 /* The event thread: a request of the AV machinery completed. */
@@ -297,20 +308,6 @@ void vb_av_completed(struct vb_context *c, nd_overlapped *ov)
     pthread_mutex_lock(&c->av_lock);
     k->pending = false;
     q = k->q;
-    if (k->step == AVL_GETREQ) {
-        struct av_listener *ls = k->ls;
-
-        if (st == ND_SUCCESS && !c->av_closing) {
-            handle_request(ls, k);
-            post_getreq(c, ls);
-        } else if (!c->av_closing) {
-            link_free(k);
-            post_getreq(c, ls);
-        }
-        /* Closing: the listener's close cancelled it; vb_av_close frees it. */
-        pthread_mutex_unlock(&c->av_lock);
-        return;
-    }
     if (!q) {
         /* Its QP is gone: unlink from the orphans and free. */
         for (struct av_link **p = &c->av_orphans; *p; p = &(*p)->next_orphan)
@@ -360,7 +357,7 @@ static int start_dial(struct vb_context *c, struct vb_qp *q, const struct sockad
                       const struct sockaddr_in *peer)
 {
     struct av_hello h = { htonl(AV_HELLO_MAGIC), htonl(q->av.dest_qpn), htonl(q->qp.qp_num) };
-    struct av_link *k = link_new(c, q, AVL_CONNECT);
+    struct av_link *k = link_new(c, q, AVL_CONNECT, NULL);
     nd_status st;
 
     if (!k)
@@ -595,9 +592,7 @@ void vb_av_close(struct vb_context *c)
     for (uint32_t i = 0; i < c->av_nlisteners; i++) {
         struct av_listener *ls = c->av_listeners[i];
 
-        nd_listener_close(ls->l);   /* its request completes cancelled */
-        if (ls->req)
-            link_free(ls->req);
+        nd_listener_close(ls->l);   /* the requests still queued are refused */
         free(ls);
     }
     c->av_nlisteners = 0;
