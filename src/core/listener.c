@@ -463,12 +463,15 @@ ND_API nd_status nd_listener_take_request(nd_listener *l, nd_connector **out)
     nd_connector *c;
     nd_status st;
 
-    if (!listener_valid(l) || !out)
+    if (!l || !out)
         return ND_INVALID_HANDLE;
+    /* The magic under the lock: the request callback may run while close, on another
+     * thread, marks the listener dead (close then waits for the callback to return). */
     pthread_mutex_lock(&l->lock);
-    if (!l->nin) {
+    if (l->magic != ND_MAGIC_LISTENER || !l->nin) {
+        st = l->magic != ND_MAGIC_LISTENER ? ND_INVALID_HANDLE : ND_PENDING;
         pthread_mutex_unlock(&l->lock);
-        return ND_PENDING;
+        return st;
     }
     in = l->in[0];
     memmove(l->in, l->in + 1, --l->nin * sizeof(*l->in));

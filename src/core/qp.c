@@ -203,6 +203,27 @@ static enum nd_xlate srq_write_imm(struct nd_qp *qp, const struct nd_cqe *e, nd_
     return ND_XLATE_OK;
 }
 
+/* SRQ slot e->wr_index's buffers were found unwritable (iwarp): as inbound_unwritable. */
+static enum nd_xlate srq_unwritable(struct nd_qp *qp, const struct nd_cqe *e, nd_result *r)
+{
+    struct nd_cqe empty = *e;
+    enum nd_xlate x;
+    bool overrun;
+
+    if (e->bytes || (e->flags & (ND_CQE_INLINE | ND_CQE_INLINE_DATA | ND_CQE_RDMA_IMM)))
+        return ND_XLATE_BAD;
+    x = nd_srq_complete(qp->srq, e->wr_index, &empty, NULL, r, &overrun);
+    if (x != ND_XLATE_OK)
+        return x;
+    r->status = ND_ACCESS_VIOLATION;
+    r->bytes_transferred = 0;
+    r->qp_context = qp->context;
+    r->request_type = ND_REQUEST_TYPE_RECEIVE;
+    take_credits(qp, e);
+    nd_qp_fail(qp, ND_ACCESS_VIOLATION);
+    return ND_XLATE_OK;
+}
+
 /* A peer's completion for a receive it claimed from our SRQ (slot number in wr_index). */
 static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, const uint8_t *slot_data, nd_result *r)
 {
@@ -212,8 +233,8 @@ static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, con
 
     if (e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != ND_SUCCESS && e->status != ND_DATA_OVERRUN))
         return ND_XLATE_BAD;
-    if (ND_UNLIKELY(e->flags & ND_CQE_RDMA_IMM))
-        return srq_write_imm(qp, e, r);
+    if (ND_UNLIKELY(e->flags & (ND_CQE_RDMA_IMM | ND_CQE_LOC_PROT)))
+        return e->flags & ND_CQE_LOC_PROT ? srq_unwritable(qp, e, r) : srq_write_imm(qp, e, r);
     if (e->flags & ND_CQE_INLINE_DATA) {
         if (e->bytes > entry_data_max(e))
             return ND_XLATE_BAD;
@@ -295,6 +316,19 @@ static __attribute__((noinline)) enum nd_xlate inbound_tagged(struct nd_qp *qp, 
     return ND_XLATE_OK;
 }
 
+/* The receive's buffers were found unwritable where the message was placed (iwarp): it
+ * fails as a local protection error, and the connection with it. */
+static __attribute__((noinline)) enum nd_xlate inbound_unwritable(struct nd_qp *qp, uint32_t k, const struct nd_cqe *e,
+                                                                  nd_result *r)
+{
+    if (e->bytes || (e->flags & (ND_CQE_INLINE | ND_CQE_INLINE_DATA | ND_CQE_RDMA_IMM)))
+        return ND_XLATE_BAD;
+    take_credits(qp, e);
+    receive_result(qp, k, ND_ACCESS_VIOLATION, 0, r);
+    nd_qp_fail(qp, ND_ACCESS_VIOLATION);
+    return ND_XLATE_OK;
+}
+
 /* An entry the peer wrote into our inbound ring. */
 static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
 {
@@ -312,8 +346,8 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
     if ((int32_t)(k - __atomic_load_n(&qp->rq_posted, __ATOMIC_ACQUIRE)) >= 0 ||
         e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != ND_SUCCESS && e->status != ND_DATA_OVERRUN))
         return ND_XLATE_BAD;
-    if (ND_UNLIKELY(e->flags & (ND_CQE_IMM | ND_CQE_RDMA_IMM | ND_CQE_INV | ND_CQE_INV_ASK)))
-        return inbound_tagged(qp, k, e, slot_data, r);
+    if (ND_UNLIKELY(e->flags & (ND_CQE_IMM | ND_CQE_RDMA_IMM | ND_CQE_INV | ND_CQE_INV_ASK | ND_CQE_LOC_PROT)))
+        return e->flags & ND_CQE_LOC_PROT ? inbound_unwritable(qp, k, e, r) : inbound_tagged(qp, k, e, slot_data, r);
     if (place_message(qp, k, e, slot_data, ND_CQE_INLINE_MAX, &st) != ND_XLATE_OK)
         return ND_XLATE_BAD;
     take_credits(qp, e);

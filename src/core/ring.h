@@ -29,6 +29,9 @@ enum nd_arm_type { ND_ARM_NONE = 0, ND_ARM_SOLICITED = 1, ND_ARM_ANY = 2 };
 #define ND_CQE_RDMA_IMM 0x10u       /* the receive was consumed by an RDMA Write with immediate */
 #define ND_CQE_INV 0x20u            /* Send with Invalidate: the STag, where immediate data goes */
 #define ND_CQE_INV_ASK 0x40u        /* ... which the receiver must still invalidate (shm) */
+/* The receive's buffers were not writable when the message came: nothing was placed, and
+ * the receive fails as a local protection error (status ND_SUCCESS, bytes 0). */
+#define ND_CQE_LOC_PROT 0x80u
 
 #define ND_CQE_INLINE_MAX 36u
 /* A message that rides in an entry with immediate data leaves it the last 4 bytes. */

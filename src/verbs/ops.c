@@ -100,6 +100,10 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
             if (r[i].request_type == ND_REQUEST_TYPE_BIND && w->status != IBV_WC_SUCCESS &&
                 w->status != IBV_WC_WR_FLUSH_ERR)
                 w->status = IBV_WC_MW_BIND_ERR;
+            /* A receive fails only on its own buffers: remote access errors are the
+             * requester's to report. */
+            if (r[i].request_type == ND_REQUEST_TYPE_RECEIVE && w->status == IBV_WC_REM_ACCESS_ERR)
+                w->status = IBV_WC_LOC_PROT_ERR;
             w->opcode = wc_opcode(r[i].request_type);
             w->byte_len = r[i].bytes_transferred;
             if (x[i].flags & ND_WC_IMM) {

@@ -218,6 +218,8 @@ static enum hdr_verdict check_write_notice(struct iw_conn *c, uint32_t plen)
     return HDR_OK;
 }
 
+static void complete_receive(struct iw_conn *c, bool unwritable);
+
 static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
 {
     const struct iw_hdr *h = &c->rh;
@@ -244,8 +246,12 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
         c->msg_imm_data = h->inval_stag;
         c->msg_rdma_imm = false;
         c->msg_gen = iw_mtab_gen(c);    /* before the check: a later change is seen */
-        if (!sges_writable(c, c->msg_sge, c->msg_nsge))
+        if (!sges_writable(c, c->msg_sge, c->msg_nsge)) {
+            /* The receive fails on its own account (a local protection error, as siw's
+             * RQE does), ahead of the flushes the terminate brings. */
+            complete_receive(c, true);
             return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_ACCESS_VIOLATION);
+        }
     } else if (h->mo != c->msg_bytes) {
         return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
     }
@@ -401,7 +407,9 @@ static enum hdr_verdict on_header(struct iw_conn *c)
     return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, ND_CANCELED);
 }
 
-static void complete_receive(struct iw_conn *c)
+/* The message is complete (ND_DATA_OVERRUN when c->msg_overrun), or its receive's buffers
+ * were not writable (@unwritable: nothing was placed). */
+static void complete_receive(struct iw_conn *c, bool unwritable)
 {
     struct nd_cqe *slot;
 
@@ -412,10 +420,11 @@ static void complete_receive(struct iw_conn *c)
         iw_conn_fail(c, ND_INTERNAL_ERROR);
         return;
     }
-    nd_cqe_set(slot, c->msg_recv, c->msg_overrun ? ND_DATA_OVERRUN : ND_SUCCESS, c->msg_bytes,
+    nd_cqe_set(slot, c->msg_recv, c->msg_overrun ? ND_DATA_OVERRUN : ND_SUCCESS, unwritable ? 0 : c->msg_bytes,
                ND_REQUEST_TYPE_RECEIVE,
                (c->msg_solicited ? ND_CQE_SOLICITED : 0) | (c->msg_imm ? ND_CQE_IMM : 0) |
-               (c->msg_rdma_imm ? ND_CQE_RDMA_IMM : 0) | (c->msg_inv ? ND_CQE_INV : 0), 0, 0);
+               (c->msg_rdma_imm ? ND_CQE_RDMA_IMM : 0) | (c->msg_inv ? ND_CQE_INV : 0) |
+               (unwritable ? ND_CQE_LOC_PROT : 0), 0, 0);
     if (c->msg_imm || c->msg_inv)
         nd_cqe_set_imm(slot, c->msg_imm_data);
     nd_ring_commit(&c->rprod, slot);
@@ -466,10 +475,10 @@ static bool on_fpdu_end(struct iw_conn *c)
     case IW_OP_ND_SEND_IMM: case IW_OP_ND_SEND_SE_IMM:
         c->msg_bytes += plen;
         if (h->last)
-            complete_receive(c);
+            complete_receive(c, false);
         break;
     case IW_OP_ND_WRITE_IMM: case IW_OP_ND_WRITE_SE_IMM:
-        complete_receive(c);        /* no payload: msg_bytes is the Write's length */
+        complete_receive(c, false);        /* no payload: msg_bytes is the Write's length */
         break;
     case IW_OP_READ_REQ:
         if (c->app_rx && !c->rh.rr.size && c->irq_count == c->irq_fences) {
