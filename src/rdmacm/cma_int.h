@@ -6,9 +6,9 @@
  * Every asynchronous step (connect, complete, accept, a disconnect and the notice of one)
  * is an overlapped request on one process-wide port. The CM thread waits on that port and
  * turns each completion into the rdma_cm event the id's channel then delivers; it also
- * serves listeners, whose queued requests it takes as they come (core.h's request queue). An id made without a channel (and every id of
- * rdma_create_ep) gets a channel of its own, and the calls that wait for their event
- * (resolve, connect, accept, get_request) wait on it.
+ * serves listeners, whose queued requests it takes as they come (core.h's request queue).
+ * An id made without a channel (and every id of rdma_create_ep) gets a channel of its own,
+ * and the calls that wait for their event (resolve, connect, accept, get_request) wait on it.
  */
 #ifndef ND_RDMACM_INT_H
 #define ND_RDMACM_INT_H

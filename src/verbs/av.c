@@ -192,8 +192,7 @@ static void release_held(struct vb_qp *q, bool failed)
     if (failed && nd_qp_get_state(q->core) == ND_QPS_RTR) {
         q->av.failed_in_rtr = true;
     } else if (failed) {
-        nd_qp_modify_state(q->core, ND_QPS_ERR);
-        __atomic_store_n(&q->qp.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+        vb_qp_enter_err(q);
     }
     for (struct av_held *h = q->av.held; h; h = h->next) {
         struct ibv_send_wr *bad;
@@ -458,8 +457,7 @@ void vb_av_rts(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
     pthread_mutex_lock(&vb_ctx(q->qp.context)->av_lock);
     if (q->av.failed_in_rtr) {
         q->av.failed_in_rtr = false;
-        nd_qp_modify_state(q->core, ND_QPS_ERR);
-        __atomic_store_n(&q->qp.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+        vb_qp_enter_err(q);
     }
     pthread_mutex_unlock(&vb_ctx(q->qp.context)->av_lock);
 }

@@ -136,6 +136,12 @@ VB_API int ibv_destroy_qp(struct ibv_qp *qp)
     return 0;
 }
 
+void vb_qp_enter_err(struct vb_qp *q)
+{
+    nd_qp_modify_state(q->core, ND_QPS_ERR);
+    __atomic_store_n(&q->qp.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+}
+
 void vb_qp_free(struct vb_qp *q)
 {
     pthread_cond_destroy(&q->qp.cond);
@@ -166,8 +172,7 @@ VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
     /* In RTR before the connection starts: it may come up at once, and leaves the state
      * where the application put it. */
     if (av && (err = vb_av_rtr(q, attr, mask)) != 0) {
-        nd_qp_modify_state(q->core, ND_QPS_ERR);
-        __atomic_store_n(&qp->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+        vb_qp_enter_err(q);
         return err;
     }
     __atomic_store_n(&qp->state, attr->qp_state, __ATOMIC_RELEASE);

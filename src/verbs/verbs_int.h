@@ -169,6 +169,8 @@ int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
 int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 void vb_cq_bury(struct ibv_cq *cq, struct vb_qp *q, int slot);
 void vb_qp_free(struct vb_qp *q);
+/* Move @q to ERR (everything outstanding flushes) and say so in ibv_qp.state. */
+void vb_qp_enter_err(struct vb_qp *q);
 int vb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 nd_srq *vb_srq_core(struct ibv_srq *srq);
 int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only);

@@ -95,6 +95,17 @@ static inline struct ibv_wc cm_poll_one(struct ibv_cq *cq)
     return wc;
 }
 
+/* A CQ of 8 entries on @id's device, and @id's QP (rdma_create_qp, the id's PD) on it. */
+static inline struct ibv_cq *cm_create_qp_with_cq(struct rdma_cm_id *id, struct ibv_qp_init_attr *qa)
+{
+    struct ibv_cq *cq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
+
+    CHECK(cq);
+    qa->send_cq = qa->recv_cq = cq;
+    CHECK(rdma_create_qp(id, NULL, qa) == 0);
+    return cq;
+}
+
 static inline void cm_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *buf, uint32_t len, uint64_t id)
 {
     struct ibv_sge sge = { (uintptr_t)buf, len, mr->lkey };

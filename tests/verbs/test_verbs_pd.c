@@ -90,10 +90,7 @@ int main(void)
 
     pid = fork_server(server, &addr);
     id = cm_client_resolved(&ch, &addr);
-    struct ibv_cq *cq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
-    CHECK(cq);
-    qa.send_cq = qa.recv_cq = cq;
-    CHECK(rdma_create_qp(id, NULL, &qa) == 0);
+    struct ibv_cq *cq = cm_create_qp_with_cq(id, &qa);
     struct ibv_pd *pd2 = ibv_alloc_pd(id->verbs);
     struct ibv_mr *mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
     struct ibv_mr *mr2 = pd2 ? ibv_reg_mr(pd2, elsewhere, sizeof(elsewhere), IBV_ACCESS_LOCAL_WRITE) : NULL;

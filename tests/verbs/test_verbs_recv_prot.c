@@ -20,10 +20,7 @@ static void server(struct sockaddr_in *addr, int ready)
     struct rdma_cm_id *l, *c = cm_take_request(ch, addr, ready, &l);
     struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
                                    .cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1 } };
-    struct ibv_cq *cq = ibv_create_cq(c->verbs, 8, NULL, NULL, 0);
-    CHECK(cq);
-    qa.send_cq = qa.recv_cq = cq;
-    CHECK(rdma_create_qp(c, NULL, &qa) == 0);
+    struct ibv_cq *cq = cm_create_qp_with_cq(c, &qa);
     struct ibv_mr *mr = ibv_reg_mr(c->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
     CHECK(mr);
     cm_post_recv(c->qp, mr, buf, LEN, 7);
@@ -58,10 +55,7 @@ int main(void)
 
     pid = fork_server(server, &addr);
     id = cm_client_resolved(&ch, &addr);
-    struct ibv_cq *cq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
-    CHECK(cq);
-    qa.send_cq = qa.recv_cq = cq;
-    CHECK(rdma_create_qp(id, NULL, &qa) == 0);
+    struct ibv_cq *cq = cm_create_qp_with_cq(id, &qa);
     struct ibv_mr *mr = ibv_reg_mr(id->pd, msg, sizeof(msg), IBV_ACCESS_LOCAL_WRITE);
     CHECK(mr);
     CHECK(rdma_connect(id, NULL) == 0);
