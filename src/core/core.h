@@ -70,16 +70,42 @@ extern const struct nd_caps nd_caps;
 #define ND_ADAPTER_REGION_BYTES (ND_ADAPTER_ARM_BYTES + (size_t)ND_MTAB_ENTRIES * ND_MTAB_ENTRY_BYTES)
 
 /*
+ * Why a request failed, told apart as far as an RNIC tells it: whose memory failed its
+ * check (a receive's or a requester's own: local protection; the peer's: remote access),
+ * what was flushed rather than failed. ND folds these into fewer nd_status codes; a front
+ * end that reports them (verbs) reads this instead.
+ */
+enum nd_wc_status {
+    ND_WCS_SUCCESS = 0,
+    ND_WCS_FLUSHED,                 /* outstanding when the queue pair left service */
+    ND_WCS_LOC_LEN,                 /* a message longer than the receive, or too long to send */
+    ND_WCS_LOC_PROT,                /* the request's own memory: a receive's, or a gather list's */
+    ND_WCS_REM_ACCESS,              /* the peer refused the remote key, range or rights */
+    ND_WCS_REM_INV_REQ,             /* the peer could not run the request (no Read allowed) */
+    ND_WCS_RNR_RETRY,               /* a Send found no receive for too long */
+    ND_WCS_RETRY_EXC,               /* the connection broke under it */
+    ND_WCS_MW_BIND,                 /* a bind the window or region could not take */
+    ND_WCS_GENERAL,
+};
+
+/* The neutral cause of a result with @st for a request of @type; @local: the transport
+ * found the requester's own memory at fault (ND_WC_LOC_PROT). */
+enum nd_wc_status nd_wc_status_of(nd_status st, nd_request_type type, bool local);
+
+/*
  * What a completion carries beyond nd_result, for a front end that reports it (verbs):
- * immediate data and how the receive was consumed. ND has neither, so its polls never ask.
+ * the neutral status, immediate data and how the receive was consumed. ND has none of
+ * them, so its polls never ask.
  */
 struct nd_wc_ext {
     uint32_t imm;                   /* as the sender gave it */
-    uint32_t flags;                 /* ND_WC_* */
+    uint16_t flags;                 /* ND_WC_* */
+    uint16_t status;                /* enum nd_wc_status */
 };
 #define ND_WC_IMM 0x1u              /* imm is valid */
 #define ND_WC_RDMA_IMM 0x2u         /* the receive was consumed by an RDMA Write with immediate */
 #define ND_WC_INV 0x4u              /* a Send with Invalidate: imm is the STag it invalidated */
+#define ND_WC_LOC_PROT 0x8u         /* a failed request's own memory was at fault */
 
 /* nd_cq_get_results, with @ext[i] filled for results[i] (zeroed first: most have none). */
 uint32_t nd_cq_get_results_ext(nd_cq *cq, nd_result *results, struct nd_wc_ext *ext, uint32_t max);

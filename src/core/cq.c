@@ -210,7 +210,13 @@ uint32_t nd_cq_get_results_ext(nd_cq *cq, nd_result *results, struct nd_wc_ext *
     if (!cq || cq->magic != ND_MAGIC_CQ || !results || !ext)
         return 0;
     memset(ext, 0, max * sizeof(*ext));
-    return get_results(cq, results, ext, max);
+    uint32_t n = get_results(cq, results, ext, max);
+
+    for (uint32_t i = 0; i < n; i++)
+        if (results[i].status != ND_SUCCESS)
+            ext[i].status = (uint16_t)nd_wc_status_of(results[i].status, results[i].request_type,
+                                                      ext[i].flags & ND_WC_LOC_PROT);
+    return n;
 }
 
 /* Does @s hold an entry that GetResults has not returned and no notify has reported? */

@@ -78,6 +78,17 @@ static void advance_reaped(struct nd_qp *qp)
             r++;
 }
 
+/* A requester's result whose own memory failed its check: say so to a front end that asks. */
+static __attribute__((noinline)) enum nd_xlate initiator_failed(struct nd_qp *qp, const struct nd_cqe *e,
+                                                                 const nd_result *r)
+{
+    struct nd_wc_ext *x = nd_cq_ext_of(qp->icq, r);
+
+    if (x && (e->flags & ND_CQE_LOC_PROT))
+        x->flags |= ND_WC_LOC_PROT;
+    return ND_XLATE_OK;
+}
+
 static enum nd_xlate initiator_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
 {
     struct nd_qp *qp = ctx;
@@ -93,6 +104,9 @@ static enum nd_xlate initiator_translate(void *ctx, const struct nd_cqe *e, nd_r
     r->qp_context = qp->context;
     r->request_context = slot->ctx;
     r->request_type = (nd_request_type)slot->type;
+    /* A tail call, and the status is in a register: a success costs one test. */
+    if (ND_UNLIKELY(r->status != ND_SUCCESS))
+        return initiator_failed(qp, e, r);
     return ND_XLATE_OK;
 }
 
@@ -431,7 +445,8 @@ static const struct nd_cq_src_ops flush_ops = { .translate = flush_translate, .r
 
 /* ---- completion and failure (QP lock held) ---- */
 
-static void produce(struct nd_ring_producer *p, uint32_t k, nd_status st, uint32_t bytes, uint8_t type)
+static inline __attribute__((always_inline)) void produce_flagged(struct nd_ring_producer *p, uint32_t k, nd_status st,
+                                                                   uint32_t bytes, uint8_t type, uint8_t flags)
 {
     struct nd_cqe *slot = nd_ring_next(p);
 
@@ -440,32 +455,50 @@ static void produce(struct nd_ring_producer *p, uint32_t k, nd_status st, uint32
         nd_log(ND_LOG_ERROR, ND_SUB_CORE, "local completion ring full (request %u)", k);
         return;
     }
-    nd_cqe_set(slot, k, st, bytes, type, 0, 0, 0);
+    nd_cqe_set(slot, k, st, bytes, type, flags, 0, 0);
     nd_ring_commit(p, slot);
 }
 
+static void produce(struct nd_ring_producer *p, uint32_t k, nd_status st, uint32_t bytes, uint8_t type)
+{
+    produce_flagged(p, k, st, bytes, type, 0);
+}
+
 static void flush_receives(struct nd_qp *qp);
+
+/* The failure branch of nd_qp_complete_initiator: out of the way of its common path. */
+static __attribute__((noinline)) void complete_initiator_failed(struct nd_qp *qp, uint32_t k, nd_status st,
+                                                                 uint32_t bytes)
+{
+    uint8_t flags = 0;
+
+    if (st == ND_LOCAL_PROTECTION) {
+        st = ND_ACCESS_VIOLATION;
+        flags = ND_CQE_LOC_PROT;
+    }
+    produce_flagged(&qp->iprod, k, st, bytes, qp->sq[k & (qp->iq_entries - 1)].type, flags);
+    if (st != ND_CANCELED)
+        nd_qp_fail_locked(qp, st);
+    if (qp->keep_receives && qp->failed) {
+        /* A request failed on a QP whose peer is gone: now it is in error as verbs
+         * knows it, and its receives (after this result) flush as a failure's do. */
+        qp->keep_receives = false;
+        qp->fail_iq_mark = qp->iprod.prod;
+        flush_receives(qp);
+    }
+}
 
 void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t k, nd_status st, uint32_t bytes)
 {
     struct nd_sq_slot *slot = &qp->sq[k & (qp->iq_entries - 1)];
 
-    if (st == ND_SUCCESS && slot->silent) {
+    if (ND_UNLIKELY(st != ND_SUCCESS)) {
+        complete_initiator_failed(qp, k, st, bytes);
+    } else if (slot->silent) {
         __atomic_store_n(&slot->done, true, __ATOMIC_RELEASE);
         advance_reaped(qp);
     } else {
-        produce(&qp->iprod, k, st, bytes, slot->type);
-    }
-    if (ND_UNLIKELY(st != ND_SUCCESS)) {
-        if (st != ND_CANCELED)
-            nd_qp_fail_locked(qp, st);
-        if (qp->keep_receives && qp->failed) {
-            /* A request failed on a QP whose peer is gone: now it is in error as verbs
-             * knows it, and its receives (after this result) flush as a failure's do. */
-            qp->keep_receives = false;
-            qp->fail_iq_mark = qp->iprod.prod;
-            flush_receives(qp);
-        }
+        produce(&qp->iprod, k, ND_SUCCESS, bytes, slot->type);
     }
 }
 

@@ -204,7 +204,10 @@ struct nd_qp {
 };
 
 bool nd_qp_valid(const struct nd_qp *qp);
-/* Complete initiator request @index (QP lock held). A failure breaks the connection. */
+/* Complete initiator request @index (QP lock held). A failure breaks the connection.
+ * ND_LOCAL_PROTECTION (a transport's word only, never a result's): the request's own
+ * memory failed its check; it completes ND_ACCESS_VIOLATION, marked local. */
+#define ND_LOCAL_PROTECTION ((nd_status)0xE00D0001u)
 void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t index, nd_status status, uint32_t bytes);
 /* Enter the error state: flush everything outstanding (QP lock held). */
 void nd_qp_fail_locked(struct nd_qp *qp, nd_status status);

@@ -39,3 +39,25 @@ ND_API const char *nd_version_string(void)
 {
     return ND_VERSION_STRING;
 }
+
+enum nd_wc_status nd_wc_status_of(nd_status st, nd_request_type type, bool local)
+{
+    switch (st) {
+    case ND_SUCCESS: return ND_WCS_SUCCESS;
+    case ND_CANCELED: return ND_WCS_FLUSHED;
+    default: break;
+    }
+    if (type == ND_REQUEST_TYPE_BIND)
+        return ND_WCS_MW_BIND;
+    switch (st) {
+    /* A receive's buffer is always its own memory: an RNIC calls it local protection. */
+    case ND_ACCESS_VIOLATION:
+        return local || type == ND_REQUEST_TYPE_RECEIVE ? ND_WCS_LOC_PROT : ND_WCS_REM_ACCESS;
+    case ND_DATA_OVERRUN:
+    case ND_BUFFER_OVERFLOW: return ND_WCS_LOC_LEN;
+    case ND_IO_TIMEOUT: return ND_WCS_RNR_RETRY;
+    case ND_CONNECTION_ABORTED: return ND_WCS_RETRY_EXC;
+    case ND_INVALID_DEVICE_REQUEST: return ND_WCS_REM_INV_REQ;
+    default: return ND_WCS_GENERAL;
+    }
+}

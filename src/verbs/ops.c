@@ -22,20 +22,18 @@
 #define VB_POLL_CLOCK_EVERY 64
 #define VB_YIELD_AFTER_NS 20000
 
-static enum ibv_wc_status wc_status(nd_status st)
-{
-    switch (st) {
-    case ND_SUCCESS: return IBV_WC_SUCCESS;
-    case ND_CANCELED: return IBV_WC_WR_FLUSH_ERR;
-    case ND_ACCESS_VIOLATION: return IBV_WC_REM_ACCESS_ERR;
-    case ND_DATA_OVERRUN: return IBV_WC_LOC_LEN_ERR;
-    case ND_BUFFER_OVERFLOW: return IBV_WC_LOC_LEN_ERR;
-    case ND_IO_TIMEOUT: return IBV_WC_RNR_RETRY_EXC_ERR;
-    case ND_CONNECTION_ABORTED: return IBV_WC_RETRY_EXC_ERR;
-    case ND_INVALID_DEVICE_REQUEST: return IBV_WC_REM_INV_REQ_ERR;
-    default: return IBV_WC_GENERAL_ERR;
-    }
-}
+static const enum ibv_wc_status wc_status_of[] = {
+    [ND_WCS_SUCCESS] = IBV_WC_SUCCESS,
+    [ND_WCS_FLUSHED] = IBV_WC_WR_FLUSH_ERR,
+    [ND_WCS_LOC_LEN] = IBV_WC_LOC_LEN_ERR,
+    [ND_WCS_LOC_PROT] = IBV_WC_LOC_PROT_ERR,
+    [ND_WCS_REM_ACCESS] = IBV_WC_REM_ACCESS_ERR,
+    [ND_WCS_REM_INV_REQ] = IBV_WC_REM_INV_REQ_ERR,
+    [ND_WCS_RNR_RETRY] = IBV_WC_RNR_RETRY_EXC_ERR,
+    [ND_WCS_RETRY_EXC] = IBV_WC_RETRY_EXC_ERR,
+    [ND_WCS_MW_BIND] = IBV_WC_MW_BIND_ERR,
+    [ND_WCS_GENERAL] = IBV_WC_GENERAL_ERR,
+};
 
 static enum ibv_wc_opcode wc_opcode(nd_request_type t)
 {
@@ -96,14 +94,7 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
                 continue;           /* its QP is destroyed: dropped, as rdma-core does */
             memset(w, 0, sizeof(*w));
             w->wr_id = (uint64_t)(uintptr_t)r[i].request_context;
-            w->status = wc_status(r[i].status);
-            if (r[i].request_type == ND_REQUEST_TYPE_BIND && w->status != IBV_WC_SUCCESS &&
-                w->status != IBV_WC_WR_FLUSH_ERR)
-                w->status = IBV_WC_MW_BIND_ERR;
-            /* A receive fails only on its own buffers: remote access errors are the
-             * requester's to report. */
-            if (r[i].request_type == ND_REQUEST_TYPE_RECEIVE && w->status == IBV_WC_REM_ACCESS_ERR)
-                w->status = IBV_WC_LOC_PROT_ERR;
+            w->status = x[i].status < ND_ARRAY_SIZE(wc_status_of) ? wc_status_of[x[i].status] : IBV_WC_GENERAL_ERR;
             w->opcode = wc_opcode(r[i].request_type);
             w->byte_len = r[i].bytes_transferred;
             if (x[i].flags & ND_WC_IMM) {

@@ -241,7 +241,7 @@ enum hdr_verdict iw_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, u
 void iw_local_protection(struct iw_conn *c, struct iw_txe *e)
 {
     nd_log(ND_LOG_INFO, ND_SUB_IWARP, "request %u: its memory was deregistered while it ran", e->wr.index);
-    iw_txe_done(c, e, ND_ACCESS_VIOLATION);
+    iw_txe_done(c, e, ND_LOCAL_PROTECTION);
     iw_send_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_CATASTROPHIC, 0x00, NULL);
     iw_conn_fail(c, ND_ACCESS_VIOLATION);
 }
@@ -550,7 +550,7 @@ static bool start_next(struct iw_conn *c)
     e->checked_gen = iw_mtab_gen(c);    /* before the check: a later change is seen */
     if (!(e->wr.flags & ND_OP_FLAG_INLINE) && !nd_qp_local_sges_ok(c->qp, &e->wr)) {
         c->tx_next++;
-        iw_txe_done(c, e, ND_ACCESS_VIOLATION);
+        iw_txe_done(c, e, ND_LOCAL_PROTECTION);
         return true;
     }
     if (e->wr.type == ND_REQUEST_TYPE_READ) {

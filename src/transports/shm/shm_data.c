@@ -534,7 +534,7 @@ static nd_status execute(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
     if (wr->type == ND_REQUEST_TYPE_BIND || wr->type == ND_REQUEST_TYPE_INVALIDATE)
         return nd_qp_local_op(qp, wr);
     if (!nd_qp_local_sges_ok(qp, wr))
-        return ND_ACCESS_VIOLATION;
+        return ND_LOCAL_PROTECTION;
     if (wr->type == ND_REQUEST_TYPE_SEND)
         return do_send(qp, c, wr);
     return do_rdma(qp, c, wr);
