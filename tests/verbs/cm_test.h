@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s (errno %d)\n", __FILE__, __LINE__, #c, errno); exit(1); } } while (0)
@@ -104,6 +105,21 @@ static inline struct ibv_cq *cm_create_qp_with_cq(struct rdma_cm_id *id, struct 
     qa->send_cq = qa->recv_cq = cq;
     CHECK(rdma_create_qp(id, NULL, qa) == 0);
     return cq;
+}
+
+/* The client's end after a failed request: disconnect (a QP already in error may refuse:
+ * EINVAL), take DISCONNECTED, free the id's QP, the id, @cq and @ch, and reap the server
+ * @pid, which must have exited 0. */
+static inline void cm_client_finish(struct rdma_event_channel *ch, struct rdma_cm_id *id, struct ibv_cq *cq, pid_t pid)
+{
+    int st;
+
+    CHECK(rdma_disconnect(id) == 0 || errno == EINVAL);
+    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED)) == 0);
+    rdma_destroy_qp(id);
+    CHECK(rdma_destroy_id(id) == 0 && ibv_destroy_cq(cq) == 0);
+    rdma_destroy_event_channel(ch);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 static inline void cm_post_recv(struct ibv_qp *qp, struct ibv_mr *mr, void *buf, uint32_t len, uint64_t id)

@@ -10,7 +10,6 @@
 
 #include <arpa/inet.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #define LEN 64
 
@@ -49,7 +48,6 @@ int main(void)
     static char msg[LEN / 2];
     struct rdma_event_channel *ch;
     struct rdma_cm_id *id;
-    int st;
     pid_t pid;
 
     pid = fork_server(server, &addr);
@@ -72,12 +70,7 @@ int main(void)
                 ibv_wc_status_str(wc.status));
         return 1;
     }
-    CHECK(rdma_disconnect(id) == 0 || errno == EINVAL);
-    CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED)) == 0);
-    rdma_destroy_qp(id);
-    CHECK(rdma_destroy_id(id) == 0 && ibv_destroy_cq(cq) == 0);
-    rdma_destroy_event_channel(ch);
-    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    cm_client_finish(ch, id, cq, pid);
     puts("send protection ok");
     return 0;
 }
