@@ -6,6 +6,7 @@
 
 #include <rdma/rdma_cma.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -105,6 +106,32 @@ static inline struct ibv_cq *cm_create_qp_with_cq(struct rdma_cm_id *id, struct 
     qa->send_cq = qa->recv_cq = cq;
     CHECK(rdma_create_qp(id, NULL, qa) == 0);
     return cq;
+}
+
+/* A server forked on loopback and a client id resolved to it, with a small RC QP (two
+ * sends, one receive, one SGE each) on a CQ of its own, which is returned. */
+static inline struct ibv_cq *cm_client_start(void (*server)(struct sockaddr_in *, int), struct rdma_event_channel **ch,
+                                             struct rdma_cm_id **id, pid_t *pid)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 2, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+                                   .qp_type = IBV_QPT_RC };
+
+    *pid = fork_server(server, &addr);
+    *id = cm_client_resolved(ch, &addr);
+    return cm_create_qp_with_cq(*id, &qa);
+}
+
+/* The server's side of cm_client_start: the request taken as @c (listener @l), with a QP of
+ * two sends and two receives on a CQ of its own, which is returned. */
+static inline struct ibv_cq *cm_server_start(struct rdma_event_channel *ch, struct sockaddr_in *addr, int ready,
+                                             struct rdma_cm_id **l, struct rdma_cm_id **c)
+{
+    struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+                                   .cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1 } };
+
+    *c = cm_take_request(ch, addr, ready, l);
+    return cm_create_qp_with_cq(*c, &qa);
 }
 
 /* The client's end after a failed request: disconnect (a QP already in error may refuse:

@@ -7,7 +7,6 @@
  */
 #include "cm_test.h"
 
-#include <arpa/inet.h>
 #include <string.h>
 
 #define LEN 64
@@ -16,10 +15,8 @@ static void server(struct sockaddr_in *addr, int ready)
 {
     struct rdma_event_channel *ch = rdma_create_event_channel();
     static char buf[LEN];
-    struct rdma_cm_id *l, *c = cm_take_request(ch, addr, ready, &l);
-    struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
-                                   .cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1 } };
-    struct ibv_cq *cq = cm_create_qp_with_cq(c, &qa);
+    struct rdma_cm_id *l, *c;
+    struct ibv_cq *cq = cm_server_start(ch, addr, ready, &l, &c);
     struct ibv_mr *mr = ibv_reg_mr(c->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
     CHECK(mr);
     cm_post_recv(c->qp, mr, buf, LEN, 7);
@@ -43,17 +40,11 @@ static void server(struct sockaddr_in *addr, int ready)
 
 int main(void)
 {
-    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 2, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
-                                   .qp_type = IBV_QPT_RC };
     static char msg[LEN / 2];
     struct rdma_event_channel *ch;
     struct rdma_cm_id *id;
     pid_t pid;
-
-    pid = fork_server(server, &addr);
-    id = cm_client_resolved(&ch, &addr);
-    struct ibv_cq *cq = cm_create_qp_with_cq(id, &qa);
+    struct ibv_cq *cq = cm_client_start(server, &ch, &id, &pid);
     struct ibv_mr *mr = ibv_reg_mr(id->pd, msg, sizeof(msg), IBV_ACCESS_LOCAL_WRITE);
     CHECK(mr);
     CHECK(rdma_connect(id, NULL) == 0);
