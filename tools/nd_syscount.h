@@ -11,13 +11,13 @@
 #include <unistd.h>
 
 /*
- * A counter of this thread's system calls (the raw_syscalls:sys_enter tracepoint), or -1
- * where tracefs or permissions are missing. Open only around a counted loop: while any
- * such event exists, even disabled, every thread on the machine takes the system call
- * slow path (TIF_SYSCALL_TRACEPOINT: ~40 ns a call here), timed runs and their anchors
- * included.
+ * A counter of thread @tid's system calls (0: this thread; the raw_syscalls:sys_enter
+ * tracepoint), or -1 where tracefs or permissions are missing. Open only around a counted
+ * loop: while any such event exists, even disabled, every thread on the machine takes the
+ * system call slow path (TIF_SYSCALL_TRACEPOINT: ~40 ns a call here), timed runs and their
+ * anchors included.
  */
-static inline int tool_syscall_counter(void)
+static inline int tool_syscall_counter_of(pid_t tid)
 {
     static const char *const paths[] = { "/sys/kernel/tracing/events/raw_syscalls/sys_enter/id",
                                          "/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/id" };
@@ -40,7 +40,12 @@ static inline int tool_syscall_counter(void)
     attr.size = sizeof(attr);
     attr.config = id;
     attr.disabled = 1;
-    return (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+    return (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, 0);
+}
+
+static inline int tool_syscall_counter(void)
+{
+    return tool_syscall_counter_of(0);
 }
 
 /* Count from now on a counter already open (-1: nothing). */
@@ -52,14 +57,20 @@ static inline void tool_counter_enable(int fd)
     }
 }
 
+/* A counter of thread @tid's system calls, counting (-1 without tracefs or rights). */
+static inline int tool_counter_start_of(pid_t tid)
+{
+    int fd = tool_syscall_counter_of(tid);
+
+    tool_counter_enable(fd);
+    return fd;
+}
+
 /* A new counter, counting (-1 without tracefs or rights). Opening registers a tracepoint:
  * milliseconds, so open early (tool_syscall_counter) where that delay would matter. */
 static inline int tool_counter_start(void)
 {
-    int fd = tool_syscall_counter();
-
-    tool_counter_enable(fd);
-    return fd;
+    return tool_counter_start_of(0);
 }
 
 /* Syscalls since enabled, less the one disable call itself (-1 without a counter); the

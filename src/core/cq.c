@@ -6,6 +6,7 @@
  * them. See docs/design-cq.md for the protocol and its memory ordering.
  */
 #include "cq_int.h"
+#include "transport.h"
 #include "log.h"
 
 #include <errno.h>
@@ -195,6 +196,10 @@ static inline __attribute__((always_inline)) uint32_t get_results(struct nd_cq *
         nd_port_deliver(&b);
         poke_waiters(cq);
     }
+    /* Only on the extension path (the verbs front end, whose programs may spin on one CQ
+     * while another QP's traffic runs): ND's poll stays as it was, to the instruction. */
+    if (ext && !n && ND_UNLIKELY(__atomic_load_n(&nd_lend_wanted, __ATOMIC_RELAXED)))
+        nd_transports_lend();
     return n;
 }
 

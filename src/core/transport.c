@@ -13,6 +13,15 @@ const struct nd_transport_ops *const nd_transports[] = {
     NULL,
 };
 
+uint32_t nd_lend_wanted;
+
+void nd_transports_lend(void)
+{
+    for (const struct nd_transport_ops *const *t = nd_transports; *t; t++)
+        if ((*t)->lend)
+            (*t)->lend();
+}
+
 bool nd_transport_enabled(const struct nd_transport_ops *t)
 {
     const char *want = nd_env(ND_KNOB_TRANSPORT);

@@ -82,10 +82,33 @@ struct nd_transport_ops {
     void (*destroy)(struct nd_qp *qp);
     /* The adapter goes away: stop anything the transport runs for it. */
     void (*adapter_close)(struct nd_adapter *a);
+    /* Optional: a thread polled a CQ and found it empty (no lock held). It lends its time:
+     * move work the transport's own threads would do for any connection of the process.
+     * Called only while the transport has asked for it (nd_lend_want). */
+    void (*lend)(void);
 };
 
 /* The registered transports, in selection order; NULL-terminated. */
 extern const struct nd_transport_ops *const nd_transports[];
+
+/*
+ * How many transport objects ask empty polls for their thread's time (nd_lend_want). A
+ * program may spin on a CQ none of whose queue pairs has traffic (perftest's server, on
+ * its handshake QP) while an engine thread moves another QP's bytes: on a small host that
+ * spinner takes a CPU the engine needs.
+ */
+extern uint32_t nd_lend_wanted;
+
+static inline void nd_lend_want(bool on)
+{
+    if (on)
+        __atomic_add_fetch(&nd_lend_wanted, 1, __ATOMIC_RELAXED);
+    else
+        __atomic_sub_fetch(&nd_lend_wanted, 1, __ATOMIC_RELAXED);
+}
+
+/* An empty poll's time, to every transport that asked for it. */
+void nd_transports_lend(void);
 
 /* Is @t allowed by ND_TRANSPORT (auto, shm or iwarp)? */
 bool nd_transport_enabled(const struct nd_transport_ops *t);

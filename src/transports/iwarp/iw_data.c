@@ -808,6 +808,18 @@ static bool owed_too_long(struct iw_conn *c)
     return now - c->owed_polled_ns >= IW_FENCE_DEFER_NS;
 }
 
+/*
+ * The socket refused bytes: has it room for a large piece yet? The kernel says so (POLLOUT)
+ * once a third of its buffer is free, as it would wake the engine. A poller that retried
+ * whenever any room freed would send the stream in small pieces, each a syscall.
+ */
+static bool send_room(struct iw_conn *c)
+{
+    struct pollfd p = { .fd = c->sock, .events = POLLOUT };
+
+    return poll(&p, 1, 0) != 0;
+}
+
 /* From an application thread polling one of the QP's CQs: move bytes here and now,
  * saving the engine's wake-up. Never waits for the lock. */
 bool iw_progress(struct nd_qp *qp)
@@ -820,15 +832,24 @@ bool iw_progress(struct nd_qp *qp)
     /* Whoever holds the lock (the engine, another poller) may be placing entries now. */
     if (nd_lock_try(&qp->lock))
         return true;
-    if (qp->conn == c && !c->dead) {
-        c->app_rx = true;
-        iw_rx_pump(c);
-        c->app_rx = false;
-        if (!c->dead && (c->want_out || (c->owed_since && owed_too_long(c)) || c->txf_count))
-            iw_tx_pump(c);
-    }
+    if (qp->conn == c && !c->dead)
+        iw_poll_conn(c);
     nd_lock_release(&qp->lock);
     return true;
+}
+
+/* Move @c's bytes as a polling application thread does (QP lock held); returns whether
+ * input came. */
+bool iw_poll_conn(struct iw_conn *c)
+{
+    bool got;
+
+    c->app_rx = true;
+    got = iw_rx_pump(c);
+    c->app_rx = false;
+    if (!c->dead && (c->want_out ? send_room(c) : c->txf_count || (c->owed_since && owed_too_long(c))))
+        iw_tx_pump(c);
+    return got;
 }
 
 /* A post found the queue full (QP lock held): what frees it may be waiting in the socket
@@ -988,6 +1009,7 @@ const struct nd_transport_ops iwarp_transport = {
     .progress = iw_progress,
     .queue_full = iw_queue_full,
     .idle = iw_idle,
+    .lend = iw_lend,
     .carries_imm = iw_carries_imm,
     .shutdown = iw_shutdown,
     .mem_revoked = iw_mem_revoked,

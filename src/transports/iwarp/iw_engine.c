@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #define WAKE_KEY UINT64_MAX
+#define NO_KEY (UINT64_MAX - 1)      /* never a connection's key: gen << 32 | slot, slots are few */
 #define STALL_TICK_MS 5             /* how often a Send waiting for a receive is retried */
 #define PARK_TICK_MS 4              /* the tick while applications poll */
 #define RESCUE_TICK_MS 1            /* while parked input waits for its poller (IW_RESCUE_NS) */
@@ -49,6 +50,11 @@ struct iw_engine {
     uint32_t *gen;
     uint32_t cap, count, parked;
     uint32_t parked_input;          /* connections with parked_input_ns set (atomic; changed under the lock) */
+    /* The connection whose input the engine served of late, lent to empty polls (iw_lend):
+     * its key, or NO_KEY (atomic; set by the engine, cleared by either side); and when a
+     * lender last found input on it (nd_now_ns, atomic). */
+    uint64_t lent_key;
+    uint64_t lent_input_ns;
     bool ticking;                   /* atomic: see iw_engine_note_poll */
     bool stop, detached;
 };
@@ -57,8 +63,29 @@ struct iw_engine {
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct iw_engine *live_engines;
 
+/* A thread lending its polls holds live_lock while it moves bytes: a fork in that moment
+ * must not leave the child a lock nobody will release. */
+static void live_lock_take(void)
+{
+    pthread_mutex_lock(&live_lock);
+}
+
+static void live_lock_drop(void)
+{
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void register_atfork(void)
+{
+    if (pthread_atfork(live_lock_take, live_lock_drop, live_lock_drop))
+        nd_log(ND_LOG_WARN, ND_SUB_IWARP, "pthread_atfork failed: a fork may deadlock the child's first connection");
+}
+
 static void live_add(struct iw_engine *e)
 {
+    static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&live_lock);
     e->next_live = live_engines;
     live_engines = e;
@@ -81,8 +108,10 @@ static uint64_t key_of(struct iw_engine *e, uint32_t slot)
     return (uint64_t)e->gen[slot] << 32 | slot;
 }
 
-/* The QP behind @key with a reference held, or NULL if it went away. */
-static struct nd_qp *lookup(struct iw_engine *e, uint64_t key, struct iw_conn **out)
+/* The QP behind @key with a reference held, or NULL if it went away; with @poll, a poll of
+ * it noted while it is surely there (the connection goes with its QP's destroy, not its
+ * last reference). */
+static struct nd_qp *lookup_noting(struct iw_engine *e, uint64_t key, struct iw_conn **out, bool poll)
 {
     uint32_t slot = (uint32_t)key;
     struct nd_qp *qp = NULL;
@@ -92,9 +121,16 @@ static struct nd_qp *lookup(struct iw_engine *e, uint64_t key, struct iw_conn **
         *out = e->conns[slot];
         qp = (*out)->qp;
         nd_qp_ref(qp);
+        if (poll)
+            iw_engine_note_poll(*out);
     }
     pthread_mutex_unlock(&e->lock);
     return qp;
+}
+
+static struct nd_qp *lookup(struct iw_engine *e, uint64_t key, struct iw_conn **out)
+{
+    return lookup_noting(e, key, out, false);
 }
 
 static uint32_t watch_events(const struct iw_conn *c)
@@ -273,15 +309,84 @@ void iw_engine_note_poll(struct iw_conn *c)
         nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "engine wake: %m");
 }
 
-/* Move @c's bytes; returns whether it waits for a receive (the engine then ticks). */
-static bool serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
+/* Engine lock not held. While no thread lends the engine its time (lent_key is NO_KEY), ask
+ * empty polls for it, for the connection just served. */
+static void lend_ask(struct iw_engine *e, uint64_t key)
 {
+    uint64_t none = NO_KEY;
+
+    __atomic_store_n(&e->lent_input_ns, nd_now_ns(), __ATOMIC_RELAXED);
+    if (__atomic_compare_exchange_n(&e->lent_key, &none, key, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        nd_lend_want(true);
+}
+
+/* Withdraw the ask for @key (if it is still the one asked for). */
+static void lend_end(struct iw_engine *e, uint64_t key)
+{
+    if (__atomic_compare_exchange_n(&e->lent_key, &key, NO_KEY, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        nd_lend_want(false);
+}
+
+/*
+ * An application thread's empty poll, lent to the connection the engine serves: it takes
+ * that connection's bytes as a poller of its own would, so the engine parks it and the
+ * sender stops paying a wake-up per segment. It never waits for a lock. Input that stopped
+ * for IW_POLL_GONE_NS ends the loan: the socket goes back to the engine at once (as
+ * iw_idle hands it back), and the engine asks again when it serves input there.
+ */
+void iw_lend(void)
+{
+    struct iw_engine *e;
+    struct iw_conn *c = NULL;
+    struct nd_qp *qp = NULL;
+    uint64_t key = NO_KEY;
+
+    if (pthread_mutex_trylock(&live_lock))
+        return;
+    for (e = live_engines; e; e = e->next_live)
+        if ((key = __atomic_load_n(&e->lent_key, __ATOMIC_ACQUIRE)) != NO_KEY)
+            break;
+    /* The poll is noted before the lock is tried: an engine busy with the stream hands it
+     * over at its next budget's end (serve). */
+    if (e && !(qp = lookup_noting(e, key, &c, true)))
+        lend_end(e, key);           /* it went away */
+    if (!qp || nd_lock_try(&qp->lock)) {
+        pthread_mutex_unlock(&live_lock);
+        if (qp)
+            nd_qp_unref(qp);        /* its holder moves its bytes now */
+        return;
+    }
+    if (qp->conn != c || c->dead) {
+        lend_end(e, key);
+    } else if (iw_poll_conn(c)) {
+        __atomic_store_n(&e->lent_input_ns, nd_now_ns(), __ATOMIC_RELAXED);
+    } else if (nd_now_ns() - __atomic_load_n(&e->lent_input_ns, __ATOMIC_RELAXED) >= IW_POLL_GONE_NS) {
+        lend_end(e, key);
+        __atomic_store_n(&c->polled_ns, 0, __ATOMIC_RELAXED);
+        iw_engine_unpark(c);
+    }
+    nd_lock_release(&qp->lock);
+    pthread_mutex_unlock(&live_lock);
+    nd_qp_unref(qp);
+}
+
+/* One budget of serve(); *@more: the socket may hold more input. */
+static bool serve_once(struct iw_engine *e, uint64_t key, uint32_t events, bool *more)
+{
+    struct iw_conn *c = NULL;
+    struct nd_qp *qp = lookup(e, key, &c);
     bool stalled;
 
+    *more = false;
+    if (!qp)
+        return false;
     nd_lock_acquire(&qp->lock);
     if (qp->conn == c && !c->dead) {
-        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-            iw_rx_pump(c);
+        c->rx_budget = IW_ENGINE_RX_BUDGET;
+        if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && iw_rx_pump(c) && !c->dead)
+            lend_ask(e, key);
+        *more = !c->dead && !c->rx_budget;
+        c->rx_budget = 0;
         if (!c->dead && (c->want_out || c->owed_since || c->hold_first || c->txf_count || (events & EPOLLOUT)))
             iw_tx_pump(c);
     }
@@ -294,6 +399,24 @@ static bool serve(struct nd_qp *qp, struct iw_conn *c, uint32_t events)
     return stalled;
 }
 
+/*
+ * Move the bytes of the connection behind @key; returns whether it waits for a receive
+ * (the engine then ticks). A stream that keeps the socket full would keep the engine in
+ * one receive loop, and a thread lending its polls (iw_lend) from ever taking it over: the
+ * engine reads a budget at a time, and between budgets parks a connection polled now as it
+ * would on a new event (its input then waits for the poller, or a rescue).
+ */
+static bool serve(struct iw_engine *e, uint64_t key, uint32_t events)
+{
+    bool stalled, more;
+
+    do {
+        stalled = serve_once(e, key, events, &more);
+        events = EPOLLIN;
+    } while (more && !park_if_polled(e, key, EPOLLIN));
+    return stalled;
+}
+
 /* Everything that may have work without a socket event: stalled receives, held first
  * FPDUs. */
 static bool sweep(struct iw_engine *e)
@@ -301,8 +424,6 @@ static bool sweep(struct iw_engine *e)
     bool stalled = false;
 
     for (uint32_t slot = 0;; slot++) {
-        struct iw_conn *c = NULL;
-        struct nd_qp *qp;
         uint64_t key;
         bool used;
 
@@ -314,9 +435,8 @@ static bool sweep(struct iw_engine *e)
         used = e->conns[slot] != NULL;
         key = key_of(e, slot);      /* slot 0 of generation 0 is key 0: test "used", not the key */
         pthread_mutex_unlock(&e->lock);
-        if (!used || !(qp = lookup(e, key, &c)))
-            continue;
-        stalled |= serve(qp, c, EPOLLIN);
+        if (used)
+            stalled |= serve(e, key, EPOLLIN);
     }
     return stalled;
 }
@@ -382,6 +502,7 @@ static void check_overdue(struct iw_engine *e)
 static void engine_free(struct iw_engine *e)
 {
     live_remove(e);
+    lend_end(e, __atomic_load_n(&e->lent_key, __ATOMIC_RELAXED));
     close(e->epfd);
     close(e->wakefd);
     free(e->conns);
@@ -409,9 +530,6 @@ static void *engine_main(void *arg)
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n; i++) {
-            struct iw_conn *c = NULL;
-            struct nd_qp *qp;
-
             if (ev[i].data.u64 == WAKE_KEY) {
                 uint64_t v;
 
@@ -420,7 +538,7 @@ static void *engine_main(void *arg)
                 want_sweep = true;
             } else if (park_if_polled(e, ev[i].data.u64, ev[i].events)) {
                 continue;
-            } else if ((qp = lookup(e, ev[i].data.u64, &c)) && serve(qp, c, ev[i].events)) {
+            } else if (serve(e, ev[i].data.u64, ev[i].events)) {
                 stalled = true;
             }
         }
@@ -430,13 +548,8 @@ static void *engine_main(void *arg)
             uint64_t keys[64];
             uint32_t k = rescue_parked(e, keys, 64);
 
-            for (uint32_t i = 0; i < k; i++) {
-                struct iw_conn *c = NULL;
-                struct nd_qp *qp = lookup(e, keys[i], &c);
-
-                if (qp && serve(qp, c, EPOLLIN))
-                    stalled = true;
-            }
+            for (uint32_t i = 0; i < k; i++)
+                stalled |= serve(e, keys[i], EPOLLIN);
         }
         /* A Send that waits for a receive is retried on a tick, so its RNR bound holds. */
         if (want_sweep || (stalled && nd_now_ns() - last_sweep >= STALL_TICK_MS * 1000000ull)) {
@@ -456,13 +569,8 @@ static void *engine_main(void *arg)
              * for a next post, bytes it read but did not finish. Serve each once. */
             if (!active)
                 keep_ticking(e);
-            for (uint32_t i = 0; i < k; i++) {
-                struct iw_conn *c = NULL;
-                struct nd_qp *qp = lookup(e, keys[i], &c);
-
-                if (qp && serve(qp, c, EPOLLIN))
-                    stalled = true;
-            }
+            for (uint32_t i = 0; i < k; i++)
+                stalled |= serve(e, keys[i], EPOLLIN);
             last_park_check = nd_now_ns();
         }
     }
@@ -479,6 +587,7 @@ static struct iw_engine *engine_start(void)
     if (!e)
         return NULL;
     pthread_mutex_init(&e->lock, NULL);
+    e->lent_key = NO_KEY;
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
     e->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (e->epfd < 0 || e->wakefd < 0 || epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->wakefd, &ev) < 0 ||
@@ -585,6 +694,7 @@ void iw_engine_remove(struct iw_conn *c)
     if (!e)
         return;
     pthread_mutex_lock(&e->lock);
+    lend_end(e, key_of(e, c->slot));
     epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->sock, NULL);
     e->conns[c->slot] = NULL;
     e->gen[c->slot]++;

@@ -618,7 +618,7 @@ static void rx_pump(struct iw_conn *c, bool *got);
 
 /* Pump, then note whether an FPDU is left half in and since when bytes last came: a peer
  * that stops mid-FPDU is timed out (iw_check_overdue), even with nothing of ours waiting. */
-void iw_rx_pump(struct iw_conn *c)
+bool iw_rx_pump(struct iw_conn *c)
 {
     bool got = false, partial, nested = c->in_rx;
 
@@ -633,6 +633,7 @@ void iw_rx_pump(struct iw_conn *c)
         __atomic_store_n(&c->rx_partial_since, 0, __ATOMIC_RELAXED);
     else if (got || !c->rx_partial_since)
         __atomic_store_n(&c->rx_partial_since, nd_coarse_ns(), __ATOMIC_RELAXED);
+    return got;
 }
 
 static void rx_pump(struct iw_conn *c, bool *got)
@@ -647,6 +648,8 @@ static void rx_pump(struct iw_conn *c, bool *got)
             return;                 /* stalled on a receive, or the connection ended */
         if (drained)
             return;
+        if (c->rx_budget && --c->rx_budget == 0)
+            return;                 /* the engine's budget: serve() goes on or hands over */
         if (c->rx_state == RX_PAYLOAD && c->rx_lo == c->rx_hi && c->rx_left >= IW_DIRECT_MIN)
             n = recv_direct(c, &asked);
         if (c->dead)

@@ -17,6 +17,7 @@
 #define IW_TXF_MAX 32               /* FPDUs framed ahead of the socket */
 #define IW_TXF_IOV 36               /* iovecs of one FPDU: header, payload pieces, trailer */
 #define IW_RXBUF 65536u
+#define IW_ENGINE_RX_BUDGET 17u      /* the engine reads 16 times, then looks for a poller */
 #define IW_TXLIN 2048u              /* a batch this small is copied into one buffer: one iovec */
 #define IW_RNR_TIMEOUT_NS (1000ull * 1000000)   /* a Send waits this long for a receive (as shm) */
 #define IW_MSS_RECHECK_NS (10ull * 1000000)     /* how often FPDU sizing asks TCP's MSS again */
@@ -123,6 +124,7 @@ struct iw_conn {
     bool want_out;                  /* the socket refused bytes we have framed (atomic) */
     bool out_watch;                 /* we asked the engine to watch for send room */
     bool app_rx;                    /* an application thread is pumping (iw_progress) */
+    uint32_t rx_budget;             /* receive calls left to the engine's serve, plus one (0: no limit) */
     /*
      * Fence answers held for the application's next post: since when (nd_coarse_ns, the
      * engine's clock), and since the first poll that found them (nd_now_ns, the poller's
@@ -236,12 +238,15 @@ void iw_conn_free(struct iw_conn *c);
 uint32_t iw_fpdu_cap(void);
 uint32_t iw_path_fpdu_max(int sock, uint32_t cap);
 void iw_tx_pump(struct iw_conn *c);
-void iw_rx_pump(struct iw_conn *c);
+/* Returns whether the socket gave bytes. */
+bool iw_rx_pump(struct iw_conn *c);
 /* Queue a zero-length RDMA Write to STag 1: the RTR frame of peer-to-peer start-up. */
 void iw_send_rtr(struct iw_conn *c);
 void iw_post(struct nd_qp *qp, const struct nd_wr *wr);
 void iw_recv_posted(struct nd_qp *qp);
 bool iw_progress(struct nd_qp *qp);
+bool iw_poll_conn(struct iw_conn *c);
+void iw_lend(void);
 void iw_queue_full(struct nd_qp *qp);
 void iw_idle(struct nd_qp *qp);
 void iw_shutdown(struct nd_qp *qp, nd_status why);
