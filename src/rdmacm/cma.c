@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,10 @@ static nd_port *the_port;
 static struct ibv_context *the_context;
 static struct ibv_pd *the_pd;
 static pthread_t cm_thread;
+/* What cm_wake posts to the port: no request's, so the thread only looks at its deferred
+ * disconnects. Posted at most once at a time (wake_posted). */
+static nd_overlapped wake_ov;
+static atomic_bool wake_posted;
 
 int cm_fail(int err)
 {
@@ -61,6 +66,11 @@ static void *cm_main(void *arg)
             timeout_ms = cm_release_disconnects();
             continue;
         }
+        if (ov == &wake_ov) {
+            atomic_store(&wake_posted, false);
+            timeout_ms = cm_release_disconnects();
+            continue;
+        }
         op = (struct cm_op *)((char *)ov - offsetof(struct cm_op, ov));
         st = nd_get_overlapped_result(ov, 0);
         cm_op_taken(op->id, op->kind);
@@ -93,6 +103,17 @@ static void cm_init(void)
     else
         pthread_setname_np(cm_thread, "nd-rdmacm");
     pthread_attr_destroy(&attr);
+}
+
+bool cm_on_thread(void)
+{
+    return the_port && pthread_equal(pthread_self(), cm_thread);
+}
+
+void cm_wake(void)
+{
+    if (!atomic_exchange(&wake_posted, true))
+        nd_port_post(the_port, &wake_ov, ND_SUCCESS, 0);
 }
 
 nd_port *cm_port(void)

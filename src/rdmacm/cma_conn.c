@@ -440,8 +440,11 @@ static void established(struct cm_id *id, const void *pdata, uint32_t len)
  * event channel in turn (libfabric's rxm: the channel when a poll came back empty) would
  * otherwise see the disconnect first when the messages and the disconnect both land
  * between its poll and its read, and close the connection with them unread: they are
- * dropped with the QP, as rdma-core's hardware providers drop them. The deferred ids are
- * the CM thread's; an id's QP is read under its lock (rdma_destroy_qp clears it there).
+ * dropped with the QP, as rdma-core's hardware providers drop them. The list is
+ * deferred_lock's (a disconnect of our own may defer from the application's thread while
+ * the CM thread defers or releases another); only the CM thread releases, so a deferral
+ * from elsewhere wakes it to take the list's next deadline into its wait. An id's QP is
+ * read under the id's lock (rdma_destroy_qp clears it there).
  */
 #define DISCONNECT_DRAIN_MS 500
 
@@ -450,6 +453,7 @@ struct deferred_disconnect {
     uint64_t deadline_ns;
 };
 
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct deferred_disconnect *deferred;
 static uint32_t n_deferred, cap_deferred;
 
@@ -463,14 +467,15 @@ static uint64_t now_ns(void)
 
 static bool defer_disconnect(struct cm_id *id)
 {
-    bool pending;
+    bool pending = false;
 
+    pthread_mutex_lock(&deferred_lock);
     if (n_deferred == cap_deferred) {
         uint32_t cap = cap_deferred ? cap_deferred * 2 : 8;
         struct deferred_disconnect *d = realloc(deferred, cap * sizeof(*d));
 
         if (!d)
-            return false;           /* delivered now */
+            goto out;               /* delivered now */
         deferred = d;
         cap_deferred = cap;
     }
@@ -481,13 +486,19 @@ static bool defer_disconnect(struct cm_id *id)
     pthread_mutex_unlock(&id->lock);
     if (pending)
         deferred[n_deferred++] = (struct deferred_disconnect){ id, now_ns() + DISCONNECT_DRAIN_MS * 1000000ull };
+out:
+    pthread_mutex_unlock(&deferred_lock);
+    if (pending && !cm_on_thread())
+        cm_wake();
     return pending;
 }
 
 int cm_release_disconnects(void)
 {
-    uint64_t now = n_deferred ? now_ns() : 0;
+    uint64_t now;
 
+    pthread_mutex_lock(&deferred_lock);
+    now = n_deferred ? now_ns() : 0;
     for (uint32_t i = 0; i < n_deferred;) {
         struct cm_id *id = deferred[i].id;
 
@@ -505,7 +516,10 @@ int cm_release_disconnects(void)
             cm_queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
         cm_op_done(id);
     }
-    return n_deferred ? 1 : -1;
+    int wait_ms = n_deferred ? 1 : -1;
+
+    pthread_mutex_unlock(&deferred_lock);
+    return wait_ms;
 }
 
 static void disconnected(struct cm_id *id)

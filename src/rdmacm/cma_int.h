@@ -95,5 +95,8 @@ void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st);
 /* Delivers the DISCONNECTED events whose wait is over (CM thread); returns how long the
  * thread may wait for its next request before it looks again, in ms (-1: forever). */
 int cm_release_disconnects(void);
+/* cma.c: whether this is the CM thread; wake it to run cm_release_disconnects now. */
+bool cm_on_thread(void);
+void cm_wake(void);
 
 #endif
