@@ -214,7 +214,13 @@ uint32_t nd_cq_get_results_ext(nd_cq *cq, nd_result *results, struct nd_wc_ext *
 {
     if (!cq || cq->magic != ND_MAGIC_CQ || !results || !ext)
         return 0;
-    memset(ext, 0, max * sizeof(*ext));
+    /* Only the flags and status need clearing (imm is read under a flag): one store an
+     * entry, which a compiler does not turn into a memset call (a poll commonly asks for
+     * one result). */
+    for (uint32_t i = 0; i < max; i++) {
+        ext[i].flags = 0;
+        ext[i].status = 0;
+    }
     uint32_t n = get_results(cq, results, ext, max);
 
     for (uint32_t i = 0; i < n; i++)

@@ -35,16 +35,19 @@ static const enum ibv_wc_status wc_status_of[] = {
     [ND_WCS_GENERAL] = IBV_WC_GENERAL_ERR,
 };
 
+/* By nd_request_type; a Write's is the default (switch-free: this is on every poll). */
+static const uint8_t wc_opcode_of[] = {
+    [ND_REQUEST_TYPE_RECEIVE] = IBV_WC_RECV,
+    [ND_REQUEST_TYPE_SEND] = IBV_WC_SEND,
+    [ND_REQUEST_TYPE_BIND] = IBV_WC_BIND_MW,
+    [ND_REQUEST_TYPE_INVALIDATE] = IBV_WC_LOCAL_INV,
+    [ND_REQUEST_TYPE_READ] = IBV_WC_RDMA_READ,
+    [ND_REQUEST_TYPE_WRITE] = IBV_WC_RDMA_WRITE,
+};
+
 static enum ibv_wc_opcode wc_opcode(nd_request_type t)
 {
-    switch (t) {
-    case ND_REQUEST_TYPE_RECEIVE: return IBV_WC_RECV;
-    case ND_REQUEST_TYPE_SEND: return IBV_WC_SEND;
-    case ND_REQUEST_TYPE_BIND: return IBV_WC_BIND_MW;
-    case ND_REQUEST_TYPE_INVALIDATE: return IBV_WC_LOCAL_INV;
-    case ND_REQUEST_TYPE_READ: return IBV_WC_RDMA_READ;
-    default: return IBV_WC_RDMA_WRITE;
-    }
+    return (unsigned)t < ND_ARRAY_SIZE(wc_opcode_of) ? (enum ibv_wc_opcode)wc_opcode_of[t] : IBV_WC_RDMA_WRITE;
 }
 
 /* Plain loads and stores (no locked add on the poll path): the count and the time that
@@ -72,6 +75,35 @@ static void vb_cq_empty_poll(struct vb_cq *q)
     }
 }
 
+/* The work completion of @r and @x; false for one that is dropped. */
+static inline bool wc_of(const nd_result *r, const struct nd_wc_ext *x, struct ibv_wc *w)
+{
+    const struct vb_qp *qp = r->qp_context;
+
+    if (ND_UNLIKELY(qp && __atomic_load_n(&qp->dead, __ATOMIC_ACQUIRE)))
+        return false;           /* its QP is destroyed: dropped, as rdma-core does */
+    /* One assignment: the fields not named are zeroed with the stores, with no call. */
+    *w = (struct ibv_wc){
+        .wr_id = (uint64_t)(uintptr_t)r->request_context,
+        .status = ND_LIKELY(x->status < ND_ARRAY_SIZE(wc_status_of)) ? wc_status_of[x->status] : IBV_WC_GENERAL_ERR,
+        .opcode = wc_opcode(r->request_type),
+        .byte_len = r->bytes_transferred,
+        .qp_num = ND_LIKELY(qp != NULL) ? qp->qp.qp_num : 0,
+    };
+    if (ND_UNLIKELY(x->flags & (ND_WC_IMM | ND_WC_INV))) {
+        if (x->flags & ND_WC_IMM) {
+            w->wc_flags = IBV_WC_WITH_IMM;
+            w->imm_data = x->imm;
+            if (x->flags & ND_WC_RDMA_IMM)
+                w->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+        } else {
+            w->wc_flags = IBV_WC_WITH_INV;
+            w->invalidated_rkey = x->imm;
+        }
+    }
+    return true;
+}
+
 static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
     struct vb_cq *q = (struct vb_cq *)cq;
@@ -79,38 +111,14 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
     struct nd_wc_ext x[VB_POLL_BATCH];
     int done = 0;
 
-    if (num_entries < 0)
+    if (ND_UNLIKELY(num_entries < 0))
         return -1;
     while (done < num_entries) {
         uint32_t want = (uint32_t)(num_entries - done) < VB_POLL_BATCH ? (uint32_t)(num_entries - done) : VB_POLL_BATCH;
         uint32_t n = nd_cq_get_results_ext(q->core, r, x, want);
-        int kept = 0;
 
-        for (uint32_t i = 0; i < n; i++) {
-            struct vb_qp *qp = r[i].qp_context;
-            struct ibv_wc *w = &wc[done + kept];
-
-            if (qp && __atomic_load_n(&qp->dead, __ATOMIC_ACQUIRE))
-                continue;           /* its QP is destroyed: dropped, as rdma-core does */
-            memset(w, 0, sizeof(*w));
-            w->wr_id = (uint64_t)(uintptr_t)r[i].request_context;
-            w->status = x[i].status < ND_ARRAY_SIZE(wc_status_of) ? wc_status_of[x[i].status] : IBV_WC_GENERAL_ERR;
-            w->opcode = wc_opcode(r[i].request_type);
-            w->byte_len = r[i].bytes_transferred;
-            if (x[i].flags & ND_WC_IMM) {
-                w->wc_flags = IBV_WC_WITH_IMM;
-                w->imm_data = x[i].imm;
-                if (x[i].flags & ND_WC_RDMA_IMM)
-                    w->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
-            } else if (x[i].flags & ND_WC_INV) {
-                w->wc_flags = IBV_WC_WITH_INV;
-                w->invalidated_rkey = x[i].imm;
-            }
-            if (qp)
-                w->qp_num = qp->qp.qp_num;
-            kept++;
-        }
-        done += kept;
+        for (uint32_t i = 0; i < n; i++)
+            done += wc_of(&r[i], &x[i], &wc[done]);
         if (n < want)
             break;
     }

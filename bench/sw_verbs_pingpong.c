@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sw_verbs_pingpong: sw_pingpong through the verbs drop-in. One thread, two queue pairs of
+ * one process connected to each other through rdma_cm, 8-byte ping-pong: each half round
+ * trip is one side's ibv_post_recv, signalled ibv_post_send, the poll of its send CQ for
+ * that Send's completion and the poll of the peer's receive CQ for the message; the send
+ * and receive CQs are separate, as perftest's. Beside sw_pingpong (the same turn on the ND
+ * API, one CQ a side) it tells what the front end costs per message, and under callgrind
+ * by how many instructions. Also the cost of one poll of an empty CQ. Over iwarp a Send
+ * completes once the peer's answer to a fence proves it placed, and here the peer's end
+ * is not polled while the Send's CQ is: the engine thread answers, at its own pace, so the
+ * iwarp figure is not the software path (the test runs it only to see it work).
+ *   sw_verbs_pingpong [-i iterations] [-I (no inline)] [--json]
+ */
+#include <rdma/rdma_cma.h>
+
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DIE(...) do { fprintf(stderr, "sw_verbs_pingpong: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#define CHECK(c) do { if (!(c)) DIE("%s failed (line %d)", #c, __LINE__); } while (0)
+
+struct side {
+    struct rdma_cm_id *id;
+    struct ibv_cq *send_cq, *recv_cq;
+    struct ibv_sge send, recv;
+};
+
+static double now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
+{
+    struct rdma_cm_event *ev;
+
+    CHECK(rdma_get_cm_event(ch, &ev) == 0);
+    if (ev->event != type)
+        DIE("got %s, wanted %s", rdma_event_str(ev->event), rdma_event_str(type));
+    return ev;
+}
+
+static void take(struct rdma_event_channel *ch, enum rdma_cm_event_type type)
+{
+    CHECK(rdma_ack_cm_event(expect(ch, type)) == 0);
+}
+
+static void create_qp(struct side *s, struct ibv_pd *pd)
+{
+    struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
+                                   .cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1,
+                                            .max_recv_sge = 1, .max_inline_data = 64 } };
+
+    CHECK((s->send_cq = ibv_create_cq(s->id->verbs, 64, NULL, NULL, 0)) != NULL);
+    CHECK((s->recv_cq = ibv_create_cq(s->id->verbs, 64, NULL, NULL, 0)) != NULL);
+    qa.send_cq = s->send_cq;
+    qa.recv_cq = s->recv_cq;
+    CHECK(rdma_create_qp(s->id, pd, &qa) == 0);
+}
+
+/* s[0] connects to s[1], both driven from this thread: each id has a channel of its own. */
+static void connect_pair(struct side s[2], struct rdma_event_channel *ch[2], struct rdma_cm_id **listener)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1 };
+    struct rdma_cm_event *ev;
+
+    CHECK(rdma_create_id(ch[1], listener, NULL, RDMA_PS_TCP) == 0);
+    CHECK(rdma_bind_addr(*listener, (struct sockaddr *)&addr) == 0 && rdma_listen(*listener, 1) == 0);
+    addr.sin_port = ((struct sockaddr_in *)rdma_get_local_addr(*listener))->sin_port;
+    CHECK(rdma_create_id(ch[0], &s[0].id, NULL, RDMA_PS_TCP) == 0);
+    CHECK(rdma_resolve_addr(s[0].id, NULL, (struct sockaddr *)&addr, 1000) == 0);
+    take(ch[0], RDMA_CM_EVENT_ADDR_RESOLVED);
+    CHECK(rdma_resolve_route(s[0].id, 1000) == 0);
+    take(ch[0], RDMA_CM_EVENT_ROUTE_RESOLVED);
+    create_qp(&s[0], NULL);
+    CHECK(rdma_connect(s[0].id, &cp) == 0);
+    ev = expect(ch[1], RDMA_CM_EVENT_CONNECT_REQUEST);
+    s[1].id = ev->id;
+    CHECK(rdma_ack_cm_event(ev) == 0);
+    create_qp(&s[1], s[0].id->pd);
+    CHECK(rdma_accept(s[1].id, &cp) == 0);
+    take(ch[0], RDMA_CM_EVENT_ESTABLISHED);
+    take(ch[1], RDMA_CM_EVENT_ESTABLISHED);
+}
+
+static void poll_one(struct ibv_cq *cq, enum ibv_wc_opcode want)
+{
+    struct ibv_wc wc;
+    int n;
+
+    while ((n = ibv_poll_cq(cq, 1, &wc)) == 0)
+        ;
+    if (n != 1 || wc.status != IBV_WC_SUCCESS || wc.opcode != want)
+        DIE("poll: %d, status %s, opcode %d", n, ibv_wc_status_str(wc.status), wc.opcode);
+}
+
+static void post_recv(struct side *s)
+{
+    struct ibv_recv_wr wr = { .sg_list = &s->recv, .num_sge = 1 }, *bad;
+
+    CHECK(ibv_post_recv(s->id->qp, &wr, &bad) == 0);
+}
+
+static void post_send(struct side *s, unsigned flags)
+{
+    struct ibv_send_wr wr = { .sg_list = &s->send, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = flags }, *bad;
+
+    CHECK(ibv_post_send(s->id->qp, &wr, &bad) == 0);
+}
+
+int main(int argc, char **argv)
+{
+    uint32_t iters = 1000000;
+    unsigned flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+    bool json = false;
+    static char buf[8192];
+    struct side s[2];
+    struct rdma_event_channel *ch[2];
+    struct rdma_cm_id *listener;
+    struct ibv_mr *mr;
+    struct ibv_wc wc;
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-i") && i + 1 < argc)
+            iters = (uint32_t)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "-I"))
+            flags &= ~IBV_SEND_INLINE;
+        else if (!strcmp(argv[i], "--json"))
+            json = true;
+        else
+            DIE("usage: sw_verbs_pingpong [-i iterations] [-I] [--json]");
+    }
+    for (int i = 0; i < 2; i++)
+        CHECK((ch[i] = rdma_create_event_channel()) != NULL);
+    connect_pair(s, ch, &listener);
+    CHECK((mr = ibv_reg_mr(s[0].id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE)) != NULL);
+    for (int i = 0; i < 2; i++) {
+        s[i].send = (struct ibv_sge){ (uintptr_t)(buf + 64 * i), 8, mr->lkey };
+        s[i].recv = (struct ibv_sge){ (uintptr_t)(buf + 1024 + 1024 * i), 1024, mr->lkey };
+    }
+    for (int k = 0; k < 2; k++)
+        post_recv(&s[k]);
+    double t0 = 0;
+    for (int64_t i = -10000; i < (int64_t)iters; i++) {
+        if (i == 0)
+            t0 = now_ns();
+        for (int k = 0; k < 2; k++) {
+            post_recv(&s[k]);
+            post_send(&s[k], flags);
+            poll_one(s[k].send_cq, IBV_WC_SEND);
+            poll_one(s[!k].recv_cq, IBV_WC_RECV);
+        }
+    }
+    double half = (now_ns() - t0) / iters / 2;
+    t0 = now_ns();
+    for (uint32_t i = 0; i < iters; i++)
+        if (ibv_poll_cq(s[0].send_cq, 1, &wc))
+            DIE("a completion from an idle CQ");
+    double empty = (now_ns() - t0) / iters;
+    if (json)
+        printf("{\"iterations\":%u,\"half_roundtrip_ns\":%.1f,\"empty_poll_ns\":%.1f}\n", iters, half, empty);
+    else
+        printf("one thread, 8 B: %.1f ns of software per half round trip; empty poll %.1f ns\n", half, empty);
+    CHECK(rdma_disconnect(s[0].id) == 0);
+    take(ch[0], RDMA_CM_EVENT_DISCONNECTED);
+    take(ch[1], RDMA_CM_EVENT_DISCONNECTED);
+    CHECK(ibv_dereg_mr(mr) == 0);
+    for (int i = 0; i < 2; i++) {
+        rdma_destroy_qp(s[i].id);
+        CHECK(rdma_destroy_id(s[i].id) == 0);
+        CHECK(ibv_destroy_cq(s[i].send_cq) == 0 && ibv_destroy_cq(s[i].recv_cq) == 0);
+    }
+    CHECK(rdma_destroy_id(listener) == 0);
+    for (int i = 0; i < 2; i++)
+        rdma_destroy_event_channel(ch[i]);
+    return 0;
+}
