@@ -4,10 +4,12 @@
  * echoes; latency is half the round trip. -p polls the CQ (default), -b arms it and
  * sleeps in GetOverlappedResult.
  *   nd_pingpong -s <ip>[:port]       server
- *   nd_pingpong -c <ip>[:port]       client   [-b|-p] [-P] [-N] [-I] [-n sge] [-S size] [-i iterations] [--json]
+ *   nd_pingpong -c <ip>[:port]       client   [-b|-p] [-P] [-N] [-I] [-n sge] [-q depth] [-S size] [-i iterations] [--json]
  * -N calls in ndpingpong's order (each side re-posts its receive before it replies and
  * waits for each Send's completion), so that the SDK program on the SPI can be compared
- * with the same calls made on the C API.
+ * with the same calls made on the C API; it is perftest's ib_send_lat order too. -q sets
+ * the queues' depth, each side's on its own command line (64; with -N, ndpingpong's 16384,
+ * all of it kept posted with receives).
  */
 #include "nd_tool.h"
 
@@ -107,10 +109,11 @@ static void await_kind(struct tool_ep *e, uint32_t *sends, uint32_t *recvs, bool
  * cold memory is part of what its figures measure. */
 #define SDK_BUF_OFFSET 16u
 #define SDK_QUEUE_DEPTH 16384u
-static void run_size_sdk_order(struct tool_ep *e, uint32_t size, uint32_t iters, bool client, uint32_t recvs)
+static void run_size_sdk_order(struct tool_ep *e, uint32_t size, uint32_t iters, bool client, uint32_t recvs,
+                               bool no_inline)
 {
     nd_sge sge = { (uint8_t *)e->buf + SDK_BUF_OFFSET, size, e->token }, rsge = receive_sge(e);
-    uint32_t flags = size < e->inline_threshold ? ND_OP_FLAG_INLINE : 0, sends = 0;
+    uint32_t flags = size < e->inline_threshold && !no_inline ? ND_OP_FLAG_INLINE : 0, sends = 0;
 
     rsge.buffer = (uint8_t *)rsge.buffer + SDK_BUF_OFFSET;
     rsge.buffer_length -= SDK_BUF_OFFSET;
@@ -144,7 +147,7 @@ static void run_size_sdk_order(struct tool_ep *e, uint32_t size, uint32_t iters,
 static void usage(void)
 {
     fprintf(stderr, "usage: nd_pingpong -s|-c <ip>[:port] [-b|-p] [-P] [-N] [-I] [-n sge] [-S size] [-M max size] "
-                    "[-i iterations] [-a] [--json]\n");
+                    "[-q depth] [-i iterations] [-a] [--json]\n");
     exit(2);
 }
 
@@ -154,13 +157,15 @@ int main(int argc, char **argv)
     struct tool_opts o = { .nsge = 1, .max_size = 1u << 20 };
     uint32_t sizes[32], nsizes = 0, hdr[4];
 
-    if (!tool_parse(argc, argv, "bpnSMiaPNI", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > MAX_SGE || o.max_size > MAX_SIZE ||
+    if (!tool_parse(argc, argv, "bpnqSMiaPNI", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > MAX_SGE || o.max_size > MAX_SIZE ||
         o.size > MAX_SIZE)
         usage();
     bool blocking = o.blocking;
     e.shared = o.shared_mem;
     /* The server learns each run's SGE count from the client: room for the most. */
-    tool_open(&e, &o.addr, 2 * MAX_SIZE, o.sdk_order ? SDK_QUEUE_DEPTH : 64, o.server ? MAX_SGE : o.nsge);
+    if (!o.depth)
+        o.depth = o.sdk_order ? SDK_QUEUE_DEPTH : 64;
+    tool_open(&e, &o.addr, 2 * MAX_SIZE, o.depth, o.server ? MAX_SGE : o.nsge);
     e.blocking = blocking;
     e.pause_polls = o.pause_polls;
     if (o.server) {
@@ -189,7 +194,7 @@ int main(int argc, char **argv)
                 uint32_t sends = 0, recvs = 0;
 
                 await_kind(&e, &sends, &recvs, true);
-                run_size_sdk_order(&e, hdr[1], hdr[0], false, recvs);
+                run_size_sdk_order(&e, hdr[1], hdr[0], false, recvs, o.no_inline);
             } else {
                 run_size(&e, &o, hdr[1], hdr[0], false);   /* it skips the answer's completion */
             }
@@ -220,13 +225,13 @@ int main(int argc, char **argv)
          * so they are not timed) and warm up; the rest are timed. */
         int counter = tool_counter_start();     /* -1 (reported as -1) without tracefs or rights */
         if (o.sdk_order)
-            run_size_sdk_order(&e, sizes[i], 1000, true, 0);
+            run_size_sdk_order(&e, sizes[i], 1000, true, 0, o.no_inline);
         else
             run_size(&e, &o, sizes[i], 1000, true);
         long long calls = tool_counter_stop(counter);
         double t0 = tool_now_us(), c0 = tool_cpu_us();
         if (o.sdk_order)
-            run_size_sdk_order(&e, sizes[i], iters, true, 0);
+            run_size_sdk_order(&e, sizes[i], iters, true, 0, o.no_inline);
         else
             run_size(&e, &o, sizes[i], iters, true);
         double us = tool_now_us() - t0, cpu = tool_cpu_us() - c0;
