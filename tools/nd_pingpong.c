@@ -158,7 +158,7 @@ int main(int argc, char **argv)
     uint32_t sizes[32], nsizes = 0, hdr[4];
 
     if (!tool_parse(argc, argv, "bpnqSMiaPNI", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > MAX_SGE || o.max_size > MAX_SIZE ||
-        o.size > MAX_SIZE)
+        o.size > MAX_SIZE || (o.depth && o.depth < 4))   /* room for the receives each order keeps */
         usage();
     bool blocking = o.blocking;
     e.shared = o.shared_mem;
