@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /*
  * A descriptor of a same-host peer, named rather than passed: its number in the peer and
@@ -93,22 +94,39 @@ enum nd_wc_status {
 enum nd_wc_status nd_wc_status_of(nd_status st, nd_request_type type, bool local);
 
 /*
- * What a completion carries beyond nd_result, for a front end that reports it (verbs):
- * the neutral status, immediate data and how the receive was consumed. ND has none of
- * them, so its polls never ask.
+ * A completion as a front end other than ND's reads it (verbs): nd_result's layout, written
+ * once by the core, with what verbs reports beyond ND in bytes ND leaves unused: the upper
+ * bytes of the request type (zero for ND, whose polls never ask for more) and the padding
+ * after it. may_alias: the core writes it as an nd_result and the front end reads it as
+ * this. The neutral status is derived from status, type and ND_WC_LOC_PROT
+ * (nd_wc_status_of) only for a completion that failed.
  */
-struct nd_wc_ext {
-    uint32_t imm;                   /* as the sender gave it */
-    uint16_t flags;                 /* ND_WC_* */
-    uint16_t status;                /* enum nd_wc_status */
+struct __attribute__((may_alias)) nd_wc {
+    nd_status status;
+    uint32_t bytes;
+    void *qp_context;
+    void *request_context;
+    uint8_t type;                   /* nd_request_type */
+    uint8_t flags;                  /* ND_WC_* */
+    uint16_t reserved;
+    uint32_t imm;                   /* as the sender gave it, under ND_WC_IMM or ND_WC_INV */
 };
 #define ND_WC_IMM 0x1u              /* imm is valid */
 #define ND_WC_RDMA_IMM 0x2u         /* the receive was consumed by an RDMA Write with immediate */
 #define ND_WC_INV 0x4u              /* a Send with Invalidate: imm is the STag it invalidated */
 #define ND_WC_LOC_PROT 0x8u         /* a failed request's own memory was at fault */
 
-/* nd_cq_get_results, with @ext[i] filled for results[i] (zeroed first: most have none). */
-uint32_t nd_cq_get_results_ext(nd_cq *cq, nd_result *results, struct nd_wc_ext *ext, uint32_t max);
+_Static_assert(sizeof(struct nd_wc) == sizeof(nd_result) && sizeof(nd_request_type) == 4 &&
+                   offsetof(struct nd_wc, status) == offsetof(nd_result, status) &&
+                   offsetof(struct nd_wc, bytes) == offsetof(nd_result, bytes_transferred) &&
+                   offsetof(struct nd_wc, qp_context) == offsetof(nd_result, qp_context) &&
+                   offsetof(struct nd_wc, request_context) == offsetof(nd_result, request_context) &&
+                   offsetof(struct nd_wc, type) == offsetof(nd_result, request_type) &&
+                   __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "struct nd_wc overlays nd_result, its type in the request type's low byte");
+
+/* nd_cq_get_results, into completions that carry the verbs fields. */
+uint32_t nd_cq_get_wc(nd_cq *cq, struct nd_wc *wc, uint32_t max);
 
 /* ---- the CM's queue of incoming requests (listener.c) ---- */
 

@@ -141,19 +141,17 @@ static uint32_t take_orphans(struct nd_cq *cq, nd_result *out, uint32_t max)
     return n;
 }
 
-/* Inlined into both callers: for ND's, @ext is a constant NULL and costs nothing. */
+/* Inlined into both callers: for ND's, @wants_wc is a constant false and costs nothing. */
 static inline __attribute__((always_inline)) uint32_t get_results(struct nd_cq *cq, nd_result *results,
-                                                                  struct nd_wc_ext *ext, uint32_t max)
+                                                                  bool wants_wc, uint32_t max)
 {
     struct nd_ovbatch b;
     bool overran = false;
     uint32_t n = 0;
 
     nd_lock_acquire(&cq->lock);
-    if (ext) {
-        cq->ext = ext;
-        cq->ext_base = results;
-    }
+    if (wants_wc)
+        cq->wants_wc = true;
     if (ND_UNLIKELY(cq->norphans))
         n = take_orphans(cq, results, max);
     /* A pending Notify(ERRORS) is owed an overrun as soon as one exists: count first.
@@ -189,8 +187,8 @@ static inline __attribute__((always_inline)) uint32_t get_results(struct nd_cq *
         cq_fail_locked(cq, ND_BUFFER_OVERFLOW, &b);
         overran = true;
     }
-    if (ext)
-        cq->ext = NULL;
+    if (wants_wc)
+        cq->wants_wc = false;
     nd_lock_release(&cq->lock);
     if (ND_UNLIKELY(overran)) {
         nd_port_deliver(&b);
@@ -198,7 +196,7 @@ static inline __attribute__((always_inline)) uint32_t get_results(struct nd_cq *
     }
     /* Only on the extension path (the verbs front end, whose programs may spin on one CQ
      * while another QP's traffic runs): ND's poll stays as it was, to the instruction. */
-    if (ext && !n && ND_UNLIKELY(__atomic_load_n(&nd_lend_wanted, __ATOMIC_RELAXED)))
+    if (wants_wc && !n && ND_UNLIKELY(__atomic_load_n(&nd_lend_wanted, __ATOMIC_RELAXED)))
         nd_transports_lend();
     return n;
 }
@@ -207,27 +205,16 @@ ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
 {
     if (!cq || cq->magic != ND_MAGIC_CQ || !results)
         return 0;
-    return get_results(cq, results, NULL, max);
+    return get_results(cq, results, false, max);
 }
 
-uint32_t nd_cq_get_results_ext(nd_cq *cq, nd_result *results, struct nd_wc_ext *ext, uint32_t max)
+uint32_t nd_cq_get_wc(nd_cq *cq, struct nd_wc *wc, uint32_t max)
 {
-    if (!cq || cq->magic != ND_MAGIC_CQ || !results || !ext)
+    if (!cq || cq->magic != ND_MAGIC_CQ || !wc)
         return 0;
-    /* Only the flags and status need clearing (imm is read under a flag): one store an
-     * entry, which a compiler does not turn into a memset call (a poll commonly asks for
-     * one result). */
-    for (uint32_t i = 0; i < max; i++) {
-        ext[i].flags = 0;
-        ext[i].status = 0;
-    }
-    uint32_t n = get_results(cq, results, ext, max);
-
-    for (uint32_t i = 0; i < n; i++)
-        if (results[i].status != ND_SUCCESS)
-            ext[i].status = (uint16_t)nd_wc_status_of(results[i].status, results[i].request_type,
-                                                      ext[i].flags & ND_WC_LOC_PROT);
-    return n;
+    /* Every translation stores the whole request type, which zeroes the verbs flags: only
+     * the rare completions that carry more set them. */
+    return get_results(cq, (nd_result *)wc, true, max);
 }
 
 /* Does @s hold an entry that GetResults has not returned and no notify has reported? */

@@ -72,16 +72,17 @@ struct nd_cq {
     nd_result *orphans;
     uint32_t orphan_head, norphans, orphan_cap, orphans_reported;
     struct nd_mem_user mem_user;    /* scatters into receives: Deregister waits it out */
-    /* Set only inside nd_cq_get_results_ext (under the lock): where the extension of the
-     * result at results[i] goes, ext[i]. An ND poll leaves it NULL and pays nothing. */
-    struct nd_wc_ext *ext;
-    const nd_result *ext_base;
+    /* Set only inside nd_cq_get_wc (under the lock): the results being written
+     * are struct nd_wc, whose verbs fields the translations fill. An ND poll leaves it
+     * false and pays nothing. */
+    bool wants_wc;
 };
 
-/* The extension slot of result @r of the poll under way, or NULL (an ND poll, a salvage). */
-static inline struct nd_wc_ext *nd_cq_ext_of(const struct nd_cq *cq, const nd_result *r)
+/* The completion of result @r of the poll under way, for its verbs fields; NULL for an ND
+ * poll or a salvage (whose results have none). */
+static inline struct nd_wc *nd_cq_wc_of(const struct nd_cq *cq, nd_result *r)
 {
-    return cq->ext ? &cq->ext[r - cq->ext_base] : NULL;
+    return cq->wants_wc ? (struct nd_wc *)r : NULL;
 }
 
 nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t depth, uint16_t group,

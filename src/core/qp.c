@@ -80,9 +80,9 @@ static void advance_reaped(struct nd_qp *qp)
 
 /* A requester's result whose own memory failed its check: say so to a front end that asks. */
 static __attribute__((noinline)) enum nd_xlate initiator_failed(struct nd_qp *qp, const struct nd_cqe *e,
-                                                                 const nd_result *r)
+                                                                 nd_result *r)
 {
-    struct nd_wc_ext *x = nd_cq_ext_of(qp->icq, r);
+    struct nd_wc *x = nd_cq_wc_of(qp->icq, r);
 
     if (x && (e->flags & ND_CQE_LOC_PROT))
         x->flags |= ND_WC_LOC_PROT;
@@ -158,10 +158,11 @@ static bool scatter(struct nd_qp *qp, uint32_t k, const uint8_t *src, uint32_t b
     return true;
 }
 
-/* Immediate data, for a poll that asked for it (verbs). */
-static void receive_ext(struct nd_qp *qp, const struct nd_cqe *e, const nd_result *r)
+/* Immediate data, for a poll that asked for it (verbs). After the request type is stored:
+ * the flags share its word. */
+static void receive_ext(struct nd_qp *qp, const struct nd_cqe *e, nd_result *r)
 {
-    struct nd_wc_ext *x = nd_cq_ext_of(qp->rcq, r);
+    struct nd_wc *x = nd_cq_wc_of(qp->rcq, r);
 
     if (!x)
         return;

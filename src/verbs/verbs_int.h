@@ -194,7 +194,9 @@ int vb_av_check(const struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
 /* Start the connection the vector names, the QP in RTR already. */
 int vb_av_rtr(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask);
 void vb_av_rts(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask);
-int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+/* Never inlined into ibv_post_send's path: there it would cost every post a prologue. */
+__attribute__((noinline, cold)) int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr,
+                                                    struct ibv_send_wr **bad);
 void vb_av_completed(struct vb_context *c, nd_overlapped *ov);
 int vb_av_tick(struct vb_context *c);
 void vb_av_close(struct vb_context *c);
