@@ -112,25 +112,14 @@ static inline bool wc_of(const struct nd_wc *c, struct ibv_wc *w)
     return true;
 }
 
-/* The rest of a poll that filled a whole batch and wants more. */
-static __attribute__((noinline)) int poll_more(struct vb_cq *q, int num_entries, struct ibv_wc *wc, int done)
-{
-    struct nd_wc c[VB_POLL_BATCH];
+static int poll_more(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc, int done);
 
-    while (done < num_entries) {
-        uint32_t want = (uint32_t)(num_entries - done) < VB_POLL_BATCH ? (uint32_t)(num_entries - done) : VB_POLL_BATCH;
-        uint32_t n = nd_cq_get_wc(q->core, c, want);
-
-        for (uint32_t i = 0; i < n; i++)
-            done += wc_of(&c[i], &wc[done]);
-        if (n < want)
-            break;
-    }
-    return done;
-}
-
-/* Most polls ask for a few completions (perftest's for one) and find at most that many:
- * one batch, with no loop around it. */
+/*
+ * Most polls ask for a few completions (perftest's for one): one batch, with no loop around
+ * it, and this the only caller of the core's poll, which is inlined here. A poll for more
+ * than a batch goes on in poll_more, a batch at a time. A completion of a destroyed QP is
+ * dropped and not replaced: the poll returns fewer, as it may.
+ */
 static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
     struct vb_cq *q = (struct vb_cq *)cq;
@@ -144,12 +133,25 @@ static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
     n = nd_cq_get_wc(q->core, c, want);
     for (uint32_t i = 0; i < n; i++)
         done += wc_of(&c[i], &wc[done]);
-    if (ND_UNLIKELY(n == want && done < num_entries))
-        done = poll_more(q, num_entries, wc, done);
+    if (ND_UNLIKELY(n == VB_POLL_BATCH && num_entries > VB_POLL_BATCH))
+        return poll_more(cq, num_entries, wc, done);
     if (done)
         vb_cq_polled(q);
     else
         vb_cq_empty_poll(q);
+    return done;
+}
+
+static __attribute__((noinline)) int poll_more(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc, int done)
+{
+    while (done < num_entries) {
+        int want = num_entries - done < VB_POLL_BATCH ? num_entries - done : VB_POLL_BATCH;
+        int got = poll_cq(cq, want, wc + done);
+
+        done += got;
+        if (got < want)
+            break;
+    }
     return done;
 }
 
