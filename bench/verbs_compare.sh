@@ -4,8 +4,9 @@
 #   perftest ib_send_lat -R (8 B, its average half round trip, which --output=latency prints
 #   with six decimals where its table has two) against nd_pingpong -S 8 (its mean
 #   half round trip), and ib_write_bw -R (1 MiB, BW average) against nd_rping -w -S 1 MiB,
-#   both at the same depth, on shm and on iwarp; medians of $RUNS runs and the ratios
-#   drop-in / ND (latency: lower is better; bandwidth: higher is better).
+#   both at the same depth, on shm and on iwarp; medians of $RUNS runs, and the median of
+#   the runs' ratios drop-in / ND, each of a pair run back to back (latency: lower is better;
+#   bandwidth: higher is better).
 # perftest enables inline data only on devices it lists by vendor, so nd_pingpong runs with -I
 # (no inline) as well as with its usual inline Sends. Its own order re-posts a receive after
 # the Send, off the round trip; ib_send_lat re-posts before it, then waits for the Send's
@@ -14,8 +15,10 @@
 # Over shm a 1 MiB Write is one process_vm_writev into the target's buffer, whose speed is
 # the pinning of its pages: nd_rping's buffer holds whole 2 MiB blocks, which netdirect
 # collapses into huge pages after registration (docs/design-shm.md), and perftest's
-# (2 MiB, page-aligned) does not. Both run again with ND_MR_HUGE_PAGES=0, on the same
-# 4 KiB pages: the like-for-like bandwidth pair. Then the ND path's own instruction count
+# (2 MiB, page-aligned) does not. Over iwarp the pages count too, less: the engine threads
+# copy between the socket and the buffers at both ends, through the TLB. Both run again
+# with ND_MR_HUGE_PAGES=0, on the same 4 KiB pages: the like-for-like bandwidth pair, on
+# either transport. Then the ND path's own instruction count
 # per half round trip: bench/sw_pingpong under callgrind, of CG_BUILD (default: the build
 # dir; a Release build is the meaningful one) and, with BASE_BUILD=<a build of the commit
 # before the drop-in>, of that one beside it.
@@ -45,20 +48,49 @@ perf_pair() {
     wait
 }
 
+# One measurement each (ND tool or drop-in) on transport $t; prints one number.
+nd_lat() { ND_TRANSPORT=$t nd_pair nd_pingpong -S 8 -i "$ITERS" | field latency_us; }
+nd_lat_noinl() { ND_SERVER_ARGS=-I ND_TRANSPORT=$t nd_pair nd_pingpong -S 8 -i "$ITERS" -I | field latency_us; }
+nd_lat_same() {
+    ND_SERVER_ARGS="-N -I -q 512" ND_TRANSPORT=$t nd_pair nd_pingpong -S 8 -i "$ITERS" -N -I -q 512 | field latency_us
+}
+vb_lat() { perf_pair "$t" ib_send_lat 0 -s 8 -n "$ITERS" --output=latency; }
+nd_bw() {
+    ND_TRANSPORT=$t nd_pair nd_rping -w -S 1048576 -q "$DEPTH" -i "$BW_ITERS" | field bytes_per_sec |
+        awk '{ print $1 / 1048576 }'
+}
+# BW average (MiB/s, perftest's MB) is the fourth column of ib_write_bw's row.
+vb_bw() { perf_pair "$t" ib_write_bw 4 -s 1048576 -n "$BW_ITERS" -t "$DEPTH"; }
+nd_bw_4k() { ND_MR_HUGE_PAGES=0 nd_bw; }
+vb_bw_4k() { ND_MR_HUGE_PAGES=0 vb_bw; }
+
+# paired <key> <ND function> <drop-in function>: one run of each, back to back, the ND tool
+# first in odd runs and second in even ones; keeps both figures and their ratio. The host
+# moves the CPUs between runs by more than the gaps measured here, so a pair run together
+# is what a ratio compares: the table's ratio is the median of the runs' ratios.
+paired() {
+    if [ $((r % 2)) -eq 1 ]; then
+        a=$($2) b=$($3)
+    else
+        b=$($3) a=$($2)
+    fi
+    echo "$a" >> "$tmp/nd-$1"
+    echo "$b" >> "$tmp/vb-$1"
+    awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0 && b > 0) printf "%.4f\n", b / a }' >> "$tmp/ratio-$1"
+}
+
 for t in shm iwarp; do
     for r in $(seq "$RUNS"); do
-        ND_TRANSPORT=$t nd_pair nd_pingpong -S 8 -i "$ITERS" | field latency_us >> "$tmp/nd-lat-$t"
-        ND_SERVER_ARGS=-I ND_TRANSPORT=$t nd_pair nd_pingpong -S 8 -i "$ITERS" -I | field latency_us >> "$tmp/nd-lat-noinl-$t"
-        ND_SERVER_ARGS="-N -I -q 512" ND_TRANSPORT=$t nd_pair nd_pingpong -S 8 -i "$ITERS" -N -I -q 512 |
-            field latency_us >> "$tmp/nd-lat-same-$t"
-        perf_pair "$t" ib_send_lat 0 -s 8 -n "$ITERS" --output=latency >> "$tmp/vb-lat-$t"
-        ND_TRANSPORT=$t nd_pair nd_rping -w -S 1048576 -q "$DEPTH" -i "$BW_ITERS" | field bytes_per_sec |
-            awk '{ print $1 / 1048576 }' >> "$tmp/nd-bw-$t"
-        # BW average (MiB/s, perftest's MB) is the fourth column of ib_write_bw's row.
-        perf_pair "$t" ib_write_bw 4 -s 1048576 -n "$BW_ITERS" -t "$DEPTH" >> "$tmp/vb-bw-$t"
-        ND_MR_HUGE_PAGES=0 ND_TRANSPORT=$t nd_pair nd_rping -w -S 1048576 -q "$DEPTH" -i "$BW_ITERS" |
-            field bytes_per_sec | awk '{ print $1 / 1048576 }' >> "$tmp/nd-bw-4k-$t"
-        ND_MR_HUGE_PAGES=0 perf_pair "$t" ib_write_bw 4 -s 1048576 -n "$BW_ITERS" -t "$DEPTH" >> "$tmp/vb-bw-4k-$t"
+        paired "lat-same-$t" nd_lat_same vb_lat
+        # The other orders, against the drop-in's figure of this run.
+        b=$(tail -n 1 "$tmp/vb-lat-same-$t")
+        for v in lat lat_noinl; do
+            a=$(nd_$v)
+            echo "$a" >> "$tmp/nd-$v-$t"
+            awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0 && b > 0) printf "%.4f\n", b / a }' >> "$tmp/ratio-$v-$t"
+        done
+        paired "bw-$t" nd_bw vb_bw
+        paired "bw-4k-$t" nd_bw_4k vb_bw_4k
     done
 done
 
@@ -74,28 +106,20 @@ cg_count() {
     awk -v a="$a" -v b="$b" 'BEGIN { printf "%.0f", (b - a) / 10000 / 2 }'
 }
 
-echo "## The verbs drop-in against the ND API ($(date -u +%Y-%m-%d), $(nproc) CPUs, medians of $RUNS interleaved runs)"
+echo "## The verbs drop-in against the ND API ($(date -u +%Y-%m-%d), $(nproc) CPUs, medians of $RUNS runs; ratio: the median of the runs' paired ratios)"
 echo
 echo "| transport | test | ND tool | drop-in (perftest -R) | ratio | bar |"
 echo "|---|---|---|---|---|---|"
+mratio() { median < "$tmp/ratio-$1" | awk '{ printf "%.2f", $1 }'; }
+row() { echo "| $t | $2 | $(median < "$tmp/nd-$1") | $(median < "$tmp/vb-$1") | $(mratio "$1") | $3 |"; }
 for t in shm iwarp; do
-    # Over shm a Write's speed is the target buffer's page size (see above): there the bar
-    # is for the 4 KiB row, where both have the same pages.
-    bw_bar=">= 0.95" bw4k_bar=""
-    [ "$t" = shm ] && bw_bar="" bw4k_bar=">= 0.95"
-    b=$(median < "$tmp/vb-lat-$t")
-    a=$(median < "$tmp/nd-lat-same-$t")
-    echo "| $t | 8 B half round trip (us): nd_pingpong -N -I -q 512 (perftest's calls and order) / ib_send_lat average | $a | $b | $(ratio "$b" "$a") | <= 1.10 |"
-    a=$(median < "$tmp/nd-lat-$t")
-    echo "| $t | the same against nd_pingpong (its own order: receive re-posted after the Send) | $a | $b | $(ratio "$b" "$a") | |"
-    a=$(median < "$tmp/nd-lat-noinl-$t")
-    echo "| $t | the same against nd_pingpong -I (its own order, no inline) | $a | $b | $(ratio "$b" "$a") | |"
-    a=$(median < "$tmp/nd-bw-$t")
-    b=$(median < "$tmp/vb-bw-$t")
-    echo "| $t | 1 MiB Write bandwidth (MiB/s), depth $DEPTH: nd_rping -w / ib_write_bw | $a | $b | $(ratio "$b" "$a") | $bw_bar |"
-    a=$(median < "$tmp/nd-bw-4k-$t")
-    b=$(median < "$tmp/vb-bw-4k-$t")
-    echo "| $t | the same, both targets on 4 KiB pages (ND_MR_HUGE_PAGES=0) | $a | $b | $(ratio "$b" "$a") | $bw4k_bar |"
+    row "lat-same-$t" "8 B half round trip (us): nd_pingpong -N -I -q 512 (perftest's calls and order) / ib_send_lat average" "<= 1.10"
+    echo "| $t | the same against nd_pingpong (its own order: receive re-posted after the Send) | $(median < "$tmp/nd-lat-$t") | | $(mratio "lat-$t") | |"
+    echo "| $t | the same against nd_pingpong -I (its own order, no inline) | $(median < "$tmp/nd-lat_noinl-$t") | | $(mratio "lat_noinl-$t") | |"
+    row "bw-$t" "1 MiB Write bandwidth (MiB/s), depth $DEPTH: nd_rping -w / ib_write_bw" ""
+    # A Write's speed is partly the buffers' page size (see above): the bar is for the
+    # 4 KiB row, where both have the same pages.
+    row "bw-4k-$t" "the same, both targets on 4 KiB pages (ND_MR_HUGE_PAGES=0)" ">= 0.95"
 done
 echo
 if command -v valgrind > /dev/null; then
