@@ -10,7 +10,12 @@
  * completes once the peer's answer to a fence proves it placed, and here the peer's end
  * is not polled while the Send's CQ is: the engine thread answers, at its own pace, so the
  * iwarp figure is not the software path (the test runs it only to see it work).
- *   sw_verbs_pingpong [-i iterations] [-I (no inline)] [--json]
+ * -f forks: the two ends in two processes, each making ib_send_lat's calls in its order
+ * (the server polls the receive, re-posts it, sends and polls the Send's completion; the
+ * client sends, polls the Send's, then the receive, and re-posts it), with none of
+ * perftest's own work around them: beside ib_send_lat and nd_pingpong -N it tells the
+ * drop-in's part of a latency gap from perftest's.
+ *   sw_verbs_pingpong [-i iterations] [-I (no inline)] [-f] [--json]
  */
 #include <rdma/rdma_cma.h>
 
@@ -20,10 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DIE(...) do { fprintf(stderr, "sw_verbs_pingpong: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
 #define CHECK(c) do { if (!(c)) DIE("%s failed (line %d)", #c, __LINE__); } while (0)
+#define WARMUP 10000
+#define FORK_RECVS 32               /* receives each side of -f keeps posted */
 
 struct side {
     struct rdma_cm_id *id;
@@ -118,11 +127,113 @@ static void post_send(struct side *s, unsigned flags)
     CHECK(ibv_post_send(s->id->qp, &wr, &bad) == 0);
 }
 
+/* A side of -f: its own buffer registered on its id's PD, FORK_RECVS receives posted. */
+static struct ibv_mr *fork_side_ready(struct side *s, char *buf)
+{
+    struct ibv_mr *mr;
+
+    create_qp(s, NULL);
+    CHECK((mr = ibv_reg_mr(s->id->pd, buf, 2048, IBV_ACCESS_LOCAL_WRITE)) != NULL);
+    s->send = (struct ibv_sge){ (uintptr_t)buf, 8, mr->lkey };
+    s->recv = (struct ibv_sge){ (uintptr_t)(buf + 1024), 1024, mr->lkey };
+    for (int i = 0; i < FORK_RECVS; i++)
+        post_recv(s);
+    return mr;
+}
+
+static void fork_side_close(struct side *s, struct ibv_mr *mr, struct rdma_event_channel *ch)
+{
+    CHECK(ibv_dereg_mr(mr) == 0);
+    rdma_destroy_qp(s->id);
+    CHECK(rdma_destroy_id(s->id) == 0);
+    CHECK(ibv_destroy_cq(s->send_cq) == 0 && ibv_destroy_cq(s->recv_cq) == 0);
+    rdma_destroy_event_channel(ch);
+}
+
+/* The forked server: listens on loopback, says its port on @ready, answers every message. */
+static void fork_server(int ready, uint32_t turns, unsigned flags)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1 };
+    struct rdma_event_channel *ch = rdma_create_event_channel();
+    static char buf[2048];
+    struct rdma_cm_id *listener;
+    struct rdma_cm_event *ev;
+    struct side s;
+
+    CHECK(ch && rdma_create_id(ch, &listener, NULL, RDMA_PS_TCP) == 0);
+    CHECK(rdma_bind_addr(listener, (struct sockaddr *)&addr) == 0 && rdma_listen(listener, 1) == 0);
+    CHECK(write(ready, &((struct sockaddr_in *)rdma_get_local_addr(listener))->sin_port, 2) == 2);
+    ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+    s.id = ev->id;
+    CHECK(rdma_ack_cm_event(ev) == 0);
+    struct ibv_mr *mr = fork_side_ready(&s, buf);
+    CHECK(rdma_accept(s.id, &cp) == 0);
+    take(ch, RDMA_CM_EVENT_ESTABLISHED);
+    for (uint32_t i = 0; i < turns; i++) {
+        poll_one(s.recv_cq, IBV_WC_RECV);
+        post_recv(&s);
+        post_send(&s, flags);
+        poll_one(s.send_cq, IBV_WC_SEND);
+    }
+    take(ch, RDMA_CM_EVENT_DISCONNECTED);
+    fork_side_close(&s, mr, ch);
+    CHECK(rdma_destroy_id(listener) == 0);
+    exit(0);
+}
+
+/* -f: forks the server before this process touches the library; returns the half round
+ * trip in ns. */
+static double two_processes(uint32_t iters, unsigned flags)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1 };
+    static char buf[2048];
+    struct rdma_event_channel *ch;
+    struct side s;
+    int pp[2], st;
+    double t0 = 0, half;
+    pid_t pid;
+
+    CHECK(pipe(pp) == 0);
+    CHECK((pid = fork()) >= 0);
+    if (pid == 0) {
+        close(pp[0]);
+        fork_server(pp[1], WARMUP + iters, flags);
+    }
+    close(pp[1]);
+    CHECK(read(pp[0], &addr.sin_port, 2) == 2);
+    close(pp[0]);
+    CHECK((ch = rdma_create_event_channel()) != NULL);
+    CHECK(rdma_create_id(ch, &s.id, NULL, RDMA_PS_TCP) == 0);
+    CHECK(rdma_resolve_addr(s.id, NULL, (struct sockaddr *)&addr, 1000) == 0);
+    take(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+    CHECK(rdma_resolve_route(s.id, 1000) == 0);
+    take(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+    struct ibv_mr *mr = fork_side_ready(&s, buf);
+    CHECK(rdma_connect(s.id, &cp) == 0);
+    take(ch, RDMA_CM_EVENT_ESTABLISHED);
+    for (int64_t i = -WARMUP; i < (int64_t)iters; i++) {
+        if (i == 0)
+            t0 = now_ns();
+        post_send(&s, flags);
+        poll_one(s.send_cq, IBV_WC_SEND);
+        poll_one(s.recv_cq, IBV_WC_RECV);
+        post_recv(&s);
+    }
+    half = (now_ns() - t0) / iters / 2;
+    CHECK(rdma_disconnect(s.id) == 0);
+    take(ch, RDMA_CM_EVENT_DISCONNECTED);
+    fork_side_close(&s, mr, ch);
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    return half;
+}
+
 int main(int argc, char **argv)
 {
     uint32_t iters = 1000000;
     unsigned flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
-    bool json = false;
+    bool json = false, forked = false;
     static char buf[8192];
     struct side s[2];
     struct rdma_event_channel *ch[2];
@@ -135,10 +246,23 @@ int main(int argc, char **argv)
             iters = (uint32_t)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "-I"))
             flags &= ~IBV_SEND_INLINE;
+        else if (!strcmp(argv[i], "-f"))
+            forked = true;
         else if (!strcmp(argv[i], "--json"))
             json = true;
         else
-            DIE("usage: sw_verbs_pingpong [-i iterations] [-I] [--json]");
+            DIE("usage: sw_verbs_pingpong [-i iterations] [-I] [-f] [--json]");
+    }
+    if (iters == 0)
+        DIE("-i must be at least 1");
+    if (forked) {
+        double half = two_processes(iters, flags);
+
+        if (json)
+            printf("{\"iterations\":%u,\"processes\":2,\"latency_us\":%.3f}\n", iters, half / 1000);
+        else
+            printf("two processes, 8 B: %.3f us per half round trip\n", half / 1000);
+        return 0;
     }
     for (int i = 0; i < 2; i++)
         CHECK((ch[i] = rdma_create_event_channel()) != NULL);
@@ -151,7 +275,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < 2; k++)
         post_recv(&s[k]);
     double t0 = 0;
-    for (int64_t i = -10000; i < (int64_t)iters; i++) {
+    for (int64_t i = -WARMUP; i < (int64_t)iters; i++) {
         if (i == 0)
             t0 = now_ns();
         for (int k = 0; k < 2; k++) {
