@@ -12,6 +12,8 @@
 # the Send, off the round trip; ib_send_lat re-posts before it, then waits for the Send's
 # completion. nd_pingpong -N -I -q 512 makes those calls in that order, with perftest's 512
 # receives posted: the like-for-like run, whose ratio is the one the bar is for.
+# bench/sw_verbs_pingpong -f makes ib_send_lat's calls through the drop-in with nothing of
+# perftest's around them: of the gap, what is the drop-in's and what is perftest's.
 # Over shm a 1 MiB Write is one process_vm_writev into the target's buffer, whose speed is
 # the pinning of its pages: nd_rping's buffer holds whole 2 MiB blocks, which netdirect
 # collapses into huge pages after registration (docs/design-shm.md), and perftest's
@@ -55,6 +57,8 @@ nd_lat_same() {
     ND_SERVER_ARGS="-N -I -q 512" ND_TRANSPORT=$t nd_pair nd_pingpong -S 8 -i "$ITERS" -N -I -q 512 | field latency_us
 }
 vb_lat() { perf_pair "$t" ib_send_lat 0 -s 8 -n "$ITERS" --output=latency; }
+# The drop-in in perftest's call order with none of perftest's own work around the calls.
+vb_lat_bare() { ND_TRANSPORT=$t "$build/bench/sw_verbs_pingpong" -f -I -i "$ITERS" --json | field latency_us; }
 nd_bw() {
     ND_TRANSPORT=$t nd_pair nd_rping -w -S 1048576 -q "$DEPTH" -i "$BW_ITERS" | field bytes_per_sec |
         awk '{ print $1 / 1048576 }'
@@ -82,6 +86,7 @@ paired() {
 for t in shm iwarp; do
     for r in $(seq "$RUNS"); do
         paired "lat-same-$t" nd_lat_same vb_lat
+        paired "lat-bare-$t" nd_lat_same vb_lat_bare
         # The other orders, against the drop-in's figure of this run.
         b=$(tail -n 1 "$tmp/vb-lat-same-$t")
         for v in lat lat_noinl; do
@@ -114,6 +119,7 @@ mratio() { median < "$tmp/ratio-$1" | awk '{ printf "%.2f", $1 }'; }
 row() { echo "| $t | $2 | $(median < "$tmp/nd-$1") | $(median < "$tmp/vb-$1") | $(mratio "$1") | $3 |"; }
 for t in shm iwarp; do
     row "lat-same-$t" "8 B half round trip (us): nd_pingpong -N -I -q 512 (perftest's calls and order) / ib_send_lat average" "<= 1.10"
+    row "lat-bare-$t" "the same call order without perftest: nd_pingpong -N -I -q 512 / sw_verbs_pingpong -f -I" ""
     echo "| $t | the same against nd_pingpong (its own order: receive re-posted after the Send) | $(median < "$tmp/nd-lat-$t") | | $(mratio "lat-$t") | |"
     echo "| $t | the same against nd_pingpong -I (its own order, no inline) | $(median < "$tmp/nd-lat_noinl-$t") | | $(mratio "lat_noinl-$t") | |"
     row "bw-$t" "1 MiB Write bandwidth (MiB/s), depth $DEPTH: nd_rping -w / ib_write_bw" ""
