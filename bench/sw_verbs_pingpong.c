@@ -141,13 +141,12 @@ static struct ibv_mr *fork_side_ready(struct side *s, char *buf)
     return mr;
 }
 
-static void fork_side_close(struct side *s, struct ibv_mr *mr, struct rdma_event_channel *ch)
+static void fork_side_close(struct side *s, struct ibv_mr *mr)
 {
     CHECK(ibv_dereg_mr(mr) == 0);
     rdma_destroy_qp(s->id);
     CHECK(rdma_destroy_id(s->id) == 0);
     CHECK(ibv_destroy_cq(s->send_cq) == 0 && ibv_destroy_cq(s->recv_cq) == 0);
-    rdma_destroy_event_channel(ch);
 }
 
 /* The forked server: listens on loopback, says its port on @ready, answers every message. */
@@ -177,8 +176,9 @@ static void fork_server(int ready, uint32_t turns, unsigned flags)
         poll_one(s.send_cq, IBV_WC_SEND);
     }
     take(ch, RDMA_CM_EVENT_DISCONNECTED);
-    fork_side_close(&s, mr, ch);
+    fork_side_close(&s, mr);
     CHECK(rdma_destroy_id(listener) == 0);
+    rdma_destroy_event_channel(ch);     /* after every id on it */
     exit(0);
 }
 
@@ -224,7 +224,8 @@ static double two_processes(uint32_t iters, unsigned flags)
     half = (now_ns() - t0) / iters / 2;
     CHECK(rdma_disconnect(s.id) == 0);
     take(ch, RDMA_CM_EVENT_DISCONNECTED);
-    fork_side_close(&s, mr, ch);
+    fork_side_close(&s, mr);
+    rdma_destroy_event_channel(ch);
     CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
     return half;
 }
