@@ -68,6 +68,10 @@ vb_bw() { perf_pair "$t" ib_write_bw 4 -s 1048576 -n "$BW_ITERS" -t "$DEPTH"; }
 nd_bw_4k() { ND_MR_HUGE_PAGES=0 nd_bw; }
 vb_bw_4k() { ND_MR_HUGE_PAGES=0 vb_bw; }
 
+# run_ratio <ND figure> <drop-in figure>: one run's ratio drop-in / ND, with the precision a
+# median of ratios needs (nothing for a run that failed).
+run_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.4f\n", b / a }'; }
+
 # paired <key> <ND function> <drop-in function>: one run of each, back to back, the ND tool
 # first in odd runs and second in even ones; keeps both figures and their ratio. The host
 # moves the CPUs between runs by more than the gaps measured here, so a pair run together
@@ -80,7 +84,7 @@ paired() {
     fi
     echo "$a" >> "$tmp/nd-$1"
     echo "$b" >> "$tmp/vb-$1"
-    awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0 && b > 0) printf "%.4f\n", b / a }' >> "$tmp/ratio-$1"
+    run_ratio "$a" "$b" >> "$tmp/ratio-$1"
 }
 
 for t in shm iwarp; do
@@ -92,7 +96,7 @@ for t in shm iwarp; do
         for v in lat lat_noinl; do
             a=$(nd_$v)
             echo "$a" >> "$tmp/nd-$v-$t"
-            awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0 && b > 0) printf "%.4f\n", b / a }' >> "$tmp/ratio-$v-$t"
+            run_ratio "$a" "$b" >> "$tmp/ratio-$v-$t"
         done
         paired "bw-$t" nd_bw vb_bw
         paired "bw-4k-$t" nd_bw_4k vb_bw_4k
