@@ -242,12 +242,29 @@ static int post_errno(nd_status st)
                                                                                                     : vb_errno(st);
 }
 
+/*
+ * One Send, the request of every latency loop, goes straight to the core: no list walk, no
+ * opcode switch. Anything else takes the general loop.
+ */
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
     struct vb_qp *q = (struct vb_qp *)qp;
 
     if (__builtin_expect(__atomic_load_n(&q->av.hold, __ATOMIC_ACQUIRE), 0))
         return vb_av_post_send(q, wr, bad);
+    if (ND_LIKELY(wr && !wr->next && wr->opcode == IBV_WR_SEND && wr->num_sge >= 0)) {
+        int64_t flags = send_flags(q, wr->send_flags);
+        nd_status st;
+
+        if (ND_LIKELY(flags >= 0)) {
+            st = nd_qp_send(q->core, (void *)(uintptr_t)wr->wr_id, (const nd_sge *)wr->sg_list,
+                            (uint32_t)wr->num_sge, (uint32_t)flags);
+            if (ND_LIKELY(st == ND_SUCCESS))
+                return 0;
+            *bad = wr;
+            return post_errno(st);
+        }
+    }
     return vb_post_send_now(qp, wr, bad);
 }
 

@@ -71,6 +71,19 @@ int main(void)
                               .send_flags = IBV_SEND_SIGNALED }, *sbad;
     CHECK(ibv_post_recv(qp, &rw, &rbad) == 0);
     CHECK(ibv_post_send(qp, &sw, &sbad) != 0 && sbad == &sw);
+    /* A lone Send the fast path does not take (a flag not carried, a negative count) is
+     * refused the same way, and so is one in a list. */
+    struct ibv_send_wr odd = sw, two[2] = { sw, sw };
+    odd.send_flags |= IBV_SEND_IP_CSUM;
+    sbad = NULL;
+    CHECK(ibv_post_send(qp, &odd, &sbad) == EINVAL && sbad == &odd);
+    odd = sw;
+    odd.num_sge = -1;
+    sbad = NULL;
+    CHECK(ibv_post_send(qp, &odd, &sbad) == EINVAL && sbad == &odd);
+    two[0].next = &two[1];
+    sbad = NULL;
+    CHECK(ibv_post_send(qp, two, &sbad) != 0 && sbad == &two[0]);
     CHECK(ibv_poll_cq(cq, 1, &wc) == 0);
 
     /* The application's ERR: the receive flushes, and the QP says so. */
