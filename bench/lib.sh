@@ -41,6 +41,8 @@ nd_pair() {
     shift
     next_port
     "$build/tools/$tool" -s "127.0.0.1:$port" ${ND_SERVER_ARGS:-} 2>/dev/null &
+    # The client does not retry a refused connection: a run that raced its server is lost.
+    wait_listen "$port" || echo "$tool server did not listen on $port" >&2
     "$build/tools/$tool" -c "127.0.0.1:$port" "$@" --json
     wait
 }

@@ -14,10 +14,13 @@
  * (the server polls the receive, re-posts it, sends and polls the Send's completion; the
  * client sends, polls the Send's, then the receive, and re-posts it), with none of
  * perftest's own work around them: beside ib_send_lat and nd_pingpong -N it tells the
- * drop-in's part of a latency gap from perftest's.
- *   sw_verbs_pingpong [-i iterations] [-I (no inline)] [-f] [--json]
+ * drop-in's part of a latency gap from perftest's; with -T each side also does perftest's
+ * own work of a turn (tools/perftest_turn.h).
+ *   sw_verbs_pingpong [-i iterations] [-I (no inline)] [-f [-T]] [--json]
  */
 #include <rdma/rdma_cma.h>
+
+#include "perftest_turn.h"
 
 #include <arpa/inet.h>
 #include <stdbool.h>
@@ -34,11 +37,24 @@
 #define WARMUP 10000
 #define FORK_RECVS 32               /* receives each side of -f keeps posted */
 
+/* Each side's requests are built once, as perftest builds its own: a loop that fills a
+ * request per post measures its own stores as much as the library. */
 struct side {
     struct rdma_cm_id *id;
     struct ibv_cq *send_cq, *recv_cq;
     struct ibv_sge send, recv;
+    struct ibv_send_wr send_wr;
+    struct ibv_recv_wr recv_wr;
 };
+
+/* -T: perftest's own work per turn (tools/perftest_turn.h); each process has its copy. */
+static struct perftest_turn turn_work;
+
+static void turn_work_before_send(struct side *s, uint32_t turn)
+{
+    if (perftest_turn_work(&turn_work, turn))
+        s->send_wr.send_flags |= IBV_SEND_SIGNALED;
+}
 
 static double now_ns(void)
 {
@@ -113,29 +129,37 @@ static void poll_one(struct ibv_cq *cq, enum ibv_wc_opcode want)
         DIE("poll: %d, status %s, opcode %d", n, ibv_wc_status_str(wc.status), wc.opcode);
 }
 
-static void post_recv(struct side *s)
+/* @s's buffers: 8 bytes sent from @send, receives into 1 KiB at @recv. */
+static void side_buffers(struct side *s, char *send, char *recv, uint32_t lkey, unsigned flags)
 {
-    struct ibv_recv_wr wr = { .sg_list = &s->recv, .num_sge = 1 }, *bad;
-
-    CHECK(ibv_post_recv(s->id->qp, &wr, &bad) == 0);
+    s->send = (struct ibv_sge){ (uintptr_t)send, 8, lkey };
+    s->recv = (struct ibv_sge){ (uintptr_t)recv, 1024, lkey };
+    s->send_wr = (struct ibv_send_wr){ .sg_list = &s->send, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = flags };
+    s->recv_wr = (struct ibv_recv_wr){ .sg_list = &s->recv, .num_sge = 1 };
 }
 
-static void post_send(struct side *s, unsigned flags)
+static void post_recv(struct side *s)
 {
-    struct ibv_send_wr wr = { .sg_list = &s->send, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = flags }, *bad;
+    struct ibv_recv_wr *bad;
 
-    CHECK(ibv_post_send(s->id->qp, &wr, &bad) == 0);
+    CHECK(ibv_post_recv(s->id->qp, &s->recv_wr, &bad) == 0);
+}
+
+static void post_send(struct side *s)
+{
+    struct ibv_send_wr *bad;
+
+    CHECK(ibv_post_send(s->id->qp, &s->send_wr, &bad) == 0);
 }
 
 /* A side of -f: its own buffer registered on its id's PD, FORK_RECVS receives posted. */
-static struct ibv_mr *fork_side_ready(struct side *s, char *buf)
+static struct ibv_mr *fork_side_ready(struct side *s, char *buf, unsigned flags)
 {
     struct ibv_mr *mr;
 
     create_qp(s, NULL);
     CHECK((mr = ibv_reg_mr(s->id->pd, buf, 2048, IBV_ACCESS_LOCAL_WRITE)) != NULL);
-    s->send = (struct ibv_sge){ (uintptr_t)buf, 8, mr->lkey };
-    s->recv = (struct ibv_sge){ (uintptr_t)(buf + 1024), 1024, mr->lkey };
+    side_buffers(s, buf, buf + 1024, mr->lkey, flags);
     for (int i = 0; i < FORK_RECVS; i++)
         post_recv(s);
     return mr;
@@ -166,13 +190,14 @@ static void fork_server(int ready, uint32_t turns, unsigned flags)
     ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
     s.id = ev->id;
     CHECK(rdma_ack_cm_event(ev) == 0);
-    struct ibv_mr *mr = fork_side_ready(&s, buf);
+    struct ibv_mr *mr = fork_side_ready(&s, buf, flags);
     CHECK(rdma_accept(s.id, &cp) == 0);
     take(ch, RDMA_CM_EVENT_ESTABLISHED);
     for (uint32_t i = 0; i < turns; i++) {
         poll_one(s.recv_cq, IBV_WC_RECV);
         post_recv(&s);
-        post_send(&s, flags);
+        turn_work_before_send(&s, i);
+        post_send(&s);
         poll_one(s.send_cq, IBV_WC_SEND);
     }
     take(ch, RDMA_CM_EVENT_DISCONNECTED);
@@ -210,13 +235,14 @@ static double two_processes(uint32_t iters, unsigned flags)
     take(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
     CHECK(rdma_resolve_route(s.id, 1000) == 0);
     take(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
-    struct ibv_mr *mr = fork_side_ready(&s, buf);
+    struct ibv_mr *mr = fork_side_ready(&s, buf, flags);
     CHECK(rdma_connect(s.id, &cp) == 0);
     take(ch, RDMA_CM_EVENT_ESTABLISHED);
     for (int64_t i = -WARMUP; i < (int64_t)iters; i++) {
         if (i == 0)
             t0 = now_ns();
-        post_send(&s, flags);
+        turn_work_before_send(&s, (uint32_t)(i + WARMUP));
+        post_send(&s);
         poll_one(s.send_cq, IBV_WC_SEND);
         poll_one(s.recv_cq, IBV_WC_RECV);
         post_recv(&s);
@@ -234,7 +260,7 @@ int main(int argc, char **argv)
 {
     uint32_t iters = 1000000;
     unsigned flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
-    bool json = false, forked = false;
+    bool json = false, forked = false, work = false;
     static char buf[8192];
     struct side s[2];
     struct rdma_event_channel *ch[2];
@@ -249,13 +275,20 @@ int main(int argc, char **argv)
             flags &= ~IBV_SEND_INLINE;
         else if (!strcmp(argv[i], "-f"))
             forked = true;
+        else if (!strcmp(argv[i], "-T"))
+            work = true;
         else if (!strcmp(argv[i], "--json"))
             json = true;
         else
-            DIE("usage: sw_verbs_pingpong [-i iterations] [-I] [-f] [--json]");
+            DIE("usage: sw_verbs_pingpong [-i iterations] [-I] [-f [-T]] [--json]");
     }
-    if (iters == 0)
-        DIE("-i must be at least 1");
+    if (iters == 0 || iters > UINT32_MAX - WARMUP)
+        DIE("-i must be at least 1 and leave room for the warm-up turns");
+    if (work && !forked)
+        DIE("-T goes with -f");
+    /* Before the fork, so that both sides have their own copy. */
+    if (work)
+        CHECK(perftest_turn_init(&turn_work, WARMUP + iters));
     if (forked) {
         double half = two_processes(iters, flags);
 
@@ -263,6 +296,7 @@ int main(int argc, char **argv)
             printf("{\"iterations\":%u,\"processes\":2,\"latency_us\":%.3f}\n", iters, half / 1000);
         else
             printf("two processes, 8 B: %.3f us per half round trip\n", half / 1000);
+        perftest_turn_fini(&turn_work);
         return 0;
     }
     for (int i = 0; i < 2; i++)
@@ -270,8 +304,7 @@ int main(int argc, char **argv)
     connect_pair(s, ch, &listener);
     CHECK((mr = ibv_reg_mr(s[0].id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE)) != NULL);
     for (int i = 0; i < 2; i++) {
-        s[i].send = (struct ibv_sge){ (uintptr_t)(buf + 64 * i), 8, mr->lkey };
-        s[i].recv = (struct ibv_sge){ (uintptr_t)(buf + 1024 + 1024 * i), 1024, mr->lkey };
+        side_buffers(&s[i], buf + 64 * i, buf + 1024 + 1024 * i, mr->lkey, flags);
     }
     for (int k = 0; k < 2; k++)
         post_recv(&s[k]);
@@ -281,7 +314,7 @@ int main(int argc, char **argv)
             t0 = now_ns();
         for (int k = 0; k < 2; k++) {
             post_recv(&s[k]);
-            post_send(&s[k], flags);
+            post_send(&s[k]);
             poll_one(s[k].send_cq, IBV_WC_SEND);
             poll_one(s[!k].recv_cq, IBV_WC_RECV);
         }

@@ -37,6 +37,13 @@ for t in shm iwarp; do
     wait $! || fail "nd_pingpong -N server on $t failed"
     [ "$(echo "$out" | grep -c '"size":')" = 7 ] || fail "nd_pingpong -N -a on $t output: $out"
 done
+# -T (perftest's work of a turn) goes with -N only; the server learns it from the client.
+"$tools/nd_pingpong" -c "127.0.0.1:$((base + 42))" -T -S 8 > /dev/null 2>&1 && fail "nd_pingpong took -T without -N"
+"$tools/nd_pingpong" -s "127.0.0.1:$((base + 43))" -N -I -q 512 2>/dev/null &
+out=$("$tools/nd_pingpong" -c "127.0.0.1:$((base + 43))" -N -T -I -q 512 -S 8 -i 2000 --json) ||
+    fail "nd_pingpong -N -T failed: $out"
+wait $! || fail "nd_pingpong -N -T server failed"
+echo "$out" | grep -Eq '^\{"size":8,"iterations":2000,"latency_us":[0-9.]+,' || fail "nd_pingpong -N -T output: $out"
 
 "$tools/nd_conn" -s "127.0.0.1:$((base + 2))" -n 1000000 2>/dev/null &
 server=$!

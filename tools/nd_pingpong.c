@@ -4,14 +4,17 @@
  * echoes; latency is half the round trip. -p polls the CQ (default), -b arms it and
  * sleeps in GetOverlappedResult.
  *   nd_pingpong -s <ip>[:port]       server
- *   nd_pingpong -c <ip>[:port]       client   [-b|-p] [-P] [-N] [-I] [-n sge] [-q depth] [-S size] [-i iterations] [--json]
+ *   nd_pingpong -c <ip>[:port]       client   [-b|-p] [-P] [-N [-T]] [-I] [-n sge] [-q depth] [-S size] [-i iterations] [--json]
  * -N calls in ndpingpong's order (each side re-posts its receive before it replies and
  * waits for each Send's completion), so that the SDK program on the SPI can be compared
  * with the same calls made on the C API; it is perftest's ib_send_lat order too. -q sets
  * the queues' depth, each side's on its own command line (64; with -N, ndpingpong's 16384,
- * all of it kept posted with receives).
+ * all of it kept posted with receives). -T, with -N, also does on each side what
+ * ib_send_lat does each turn besides its calls (perftest_turn.h): compared with ib_send_lat
+ * over the verbs drop-in, the two then differ in the library underneath alone.
  */
 #include "nd_tool.h"
+#include "perftest_turn.h"
 
 #define DEFAULT_PORT 54325
 #define MAX_SIZE (4u << 20)
@@ -110,8 +113,9 @@ static void await_kind(struct tool_ep *e, uint32_t *sends, uint32_t *recvs, bool
 #define SDK_BUF_OFFSET 16u
 #define SDK_QUEUE_DEPTH 16384u
 static void run_size_sdk_order(struct tool_ep *e, uint32_t size, uint32_t iters, bool client, uint32_t recvs,
-                               bool no_inline)
+                               bool no_inline, bool turn_work)
 {
+    struct perftest_turn turn = { 0 };
     nd_sge sge = { (uint8_t *)e->buf + SDK_BUF_OFFSET, size, e->token }, rsge = receive_sge(e);
     uint32_t flags = size < e->inline_threshold && !no_inline ? ND_OP_FLAG_INLINE : 0, sends = 0;
 
@@ -121,8 +125,11 @@ static void run_size_sdk_order(struct tool_ep *e, uint32_t size, uint32_t iters,
     for (; e->extra_receives < e->depth - 2; e->extra_receives++)
         TOOL_CHECK(nd_qp_receive(e->qp, rsge.buffer, &rsge, 1));
 
+    if (turn_work && !perftest_turn_init(&turn, iters))
+        TOOL_DIE("no memory for %u turns' stamps", iters);
     for (uint32_t i = 0; i < iters; i++) {
         if (client) {
+            perftest_turn_work(&turn, i);   /* ND's Sends are signalled anyway */
             TOOL_CHECK(nd_qp_send(e->qp, NULL, &sge, 1, flags));
             await_kind(e, &sends, &recvs, true);
             await_kind(e, &sends, &recvs, false);
@@ -130,10 +137,12 @@ static void run_size_sdk_order(struct tool_ep *e, uint32_t size, uint32_t iters,
         } else {
             await_kind(e, &sends, &recvs, false);
             TOOL_CHECK(nd_qp_receive(e->qp, rsge.buffer, &rsge, 1));
+            perftest_turn_work(&turn, i);
             TOOL_CHECK(nd_qp_send(e->qp, NULL, &sge, 1, flags));
             await_kind(e, &sends, &recvs, true);
         }
     }
+    perftest_turn_fini(&turn);
     /* Over iwarp a Send completes once a later answer proves it placed, so the client's
      * next control message can come before our last Send's completion. */
     if (recvs > 1 || (recvs && client))
@@ -146,7 +155,7 @@ static void run_size_sdk_order(struct tool_ep *e, uint32_t size, uint32_t iters,
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: nd_pingpong -s|-c <ip>[:port] [-b|-p] [-P] [-N] [-I] [-n sge] [-S size] [-M max size] "
+    fprintf(stderr, "usage: nd_pingpong -s|-c <ip>[:port] [-b|-p] [-P] [-N [-T]] [-I] [-n sge] [-S size] [-M max size] "
                     "[-q depth] [-i iterations] [-a] [--json]\n");
     exit(2);
 }
@@ -157,7 +166,7 @@ int main(int argc, char **argv)
     struct tool_opts o = { .nsge = 1, .max_size = 1u << 20 };
     uint32_t sizes[32], nsizes = 0, hdr[4];
 
-    if (!tool_parse(argc, argv, "bpnqSMiaPNI", DEFAULT_PORT, &o) || o.nsge < 1 || o.nsge > MAX_SGE || o.max_size > MAX_SIZE ||
+    if (!tool_parse(argc, argv, "bpnqSMiaPNIT", DEFAULT_PORT, &o) || (o.turn_work && !o.sdk_order) || o.nsge < 1 || o.nsge > MAX_SGE || o.max_size > MAX_SIZE ||
         o.size > MAX_SIZE || (o.depth && o.depth < 4))   /* room for the receives each order keeps */
         usage();
     bool blocking = o.blocking;
@@ -194,7 +203,7 @@ int main(int argc, char **argv)
                 uint32_t sends = 0, recvs = 0;
 
                 await_kind(&e, &sends, &recvs, true);
-                run_size_sdk_order(&e, hdr[1], hdr[0], false, recvs, o.no_inline);
+                run_size_sdk_order(&e, hdr[1], hdr[0], false, recvs, o.no_inline, hdr[3] & 2);
             } else {
                 run_size(&e, &o, hdr[1], hdr[0], false);   /* it skips the answer's completion */
             }
@@ -215,7 +224,7 @@ int main(int argc, char **argv)
         hdr[0] = iters + 1000;   /* the first 1000 are warm-up */
         hdr[1] = sizes[i];
         hdr[2] = o.nsge;
-        hdr[3] = o.sdk_order;
+        hdr[3] = o.sdk_order | (uint32_t)o.turn_work << 1;     /* the server's -N and -T */
         memcpy(e.buf, hdr, sizeof(hdr));
         TOOL_CHECK(nd_qp_send(e.qp, NULL, &cs, 1, ND_OP_FLAG_INLINE));
         tool_next(&e);          /* the Send's completion and the server's answer, either order */
@@ -225,13 +234,13 @@ int main(int argc, char **argv)
          * so they are not timed) and warm up; the rest are timed. */
         int counter = tool_counter_start();     /* -1 (reported as -1) without tracefs or rights */
         if (o.sdk_order)
-            run_size_sdk_order(&e, sizes[i], 1000, true, 0, o.no_inline);
+            run_size_sdk_order(&e, sizes[i], 1000, true, 0, o.no_inline, o.turn_work);
         else
             run_size(&e, &o, sizes[i], 1000, true);
         long long calls = tool_counter_stop(counter);
         double t0 = tool_now_us(), c0 = tool_cpu_us();
         if (o.sdk_order)
-            run_size_sdk_order(&e, sizes[i], iters, true, 0, o.no_inline);
+            run_size_sdk_order(&e, sizes[i], iters, true, 0, o.no_inline, o.turn_work);
         else
             run_size(&e, &o, sizes[i], iters, true);
         double us = tool_now_us() - t0, cpu = tool_cpu_us() - c0;

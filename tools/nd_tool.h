@@ -76,7 +76,7 @@ static inline bool tool_local_addr(const struct sockaddr_in *dest, struct sockad
 
 /* The options ND's tools share; each tool accepts the subset its letters name. */
 struct tool_opts {
-    bool server, json, blocking, read, shared_mem, pause_polls, watch_only, sdk_order, no_inline;
+    bool server, json, blocking, read, shared_mem, pause_polls, watch_only, sdk_order, no_inline, turn_work;
     struct sockaddr_in addr;
     uint32_t nsge, depth, size, max_size, iters;
 };
@@ -86,8 +86,8 @@ struct tool_opts {
  * Read), -n sge, -q depth, -S size, -M max size, -i iterations, -a (buffers from
  * nd_alloc_memory, which same-host peers map), -P (polling: a pause instruction after each
  * empty poll, as a spin loop on a CPU's sibling thread should), -W (watch memory without
- * polling, as ND's ndrpingpong does), -N (the ND SDK program's order of calls) that @accept
- * lists. The caller sets the
+ * polling, as ND's ndrpingpong does), -N (the ND SDK program's order of calls), -I (no
+ * inline data), -T (perftest's own work of a turn, perftest_turn.h) that @accept lists. The caller sets the
  * defaults in @o first. false: a bad or incomplete command line.
  */
 static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_t def_port, struct tool_opts *o)
@@ -123,6 +123,7 @@ static inline bool tool_parse(int argc, char **argv, const char *accept, uint16_
         case 'W': o->watch_only = true; break;
         case 'N': o->sdk_order = true; break;
         case 'I': o->no_inline = true; break;
+        case 'T': o->turn_work = true; break;
         default: return false;
         }
     }
