@@ -97,10 +97,11 @@ for t in shm iwarp; do
     for r in $(seq "$RUNS"); do
         paired "lat-same-$t" nd_lat_same vb_lat
         paired "lat-bare-$t" nd_lat_calls vb_lat_bare
-        # The other orders, against the drop-in's figure of this run.
+        # The other orders, against the drop-in's figure of this run; the ND tool without
+        # perftest's work has just run, in the pair above.
         b=$(tail -n 1 "$tmp/vb-lat-same-$t")
         for v in lat_calls lat lat_noinl; do
-            a=$(nd_$v)
+            if [ "$v" = lat_calls ]; then a=$(tail -n 1 "$tmp/nd-lat-bare-$t"); else a=$(nd_$v); fi
             echo "$a" >> "$tmp/nd-$v-$t"
             run_ratio "$a" "$b" >> "$tmp/ratio-$v-$t"
         done
