@@ -211,6 +211,8 @@ CM_API int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd, struct ibv_
     if (!pd || pd->context != cid->verbs)
         return cm_fail(EINVAL);
     a = *attr;
+    if (!a.srq)
+        a.srq = cid->srq;           /* rdma_create_srq's */
     if (!a.qp_type)
         a.qp_type = cid->qp_type;   /* left 0 (rdma_create_ep's callers): the id's, RC */
     if ((!a.send_cq || !a.recv_cq) && make_cqs(id, &a) < 0) {

@@ -2,7 +2,8 @@
 /*
  * rdma_getaddrinfo, the synchronous endpoints (rdma_create_ep, rdma_get_request), address
  * accessors and options; and the entry points the target programs import that this CM
- * does not serve (multicast, SRQs through the CM, ECE, rsockets but rpoll).
+ * does not serve (multicast; rsockets but rpoll, in rsocket_absent.c); SRQs made through the
+ * CM; ECE, which this CM does not carry.
  */
 #include "cma_int.h"
 
@@ -10,6 +11,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +187,7 @@ CM_API void rdma_destroy_ep(struct rdma_cm_id *id)
     if (!id)
         return;
     rdma_destroy_qp(id);
+    rdma_destroy_srq(id);
     rdma_destroy_id(id);
 }
 
@@ -279,6 +282,14 @@ CM_API int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, voi
     return cm_fail(ENOSYS);
 }
 
+CM_API int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *attr, void *context)
+{
+    (void)id;
+    (void)attr;
+    (void)context;
+    return cm_fail(ENOSYS);
+}
+
 CM_API int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 {
     (void)id;
@@ -290,4 +301,75 @@ CM_API int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 CM_API int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
     return poll(fds, nfds, timeout);
+}
+
+/* An SRQ the id's QP then takes its receives from (rdma_create_qp), in the id's PD unless
+ * the caller names one. XRC needs XRC domains, which the device does not have. */
+CM_API int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+    struct ibv_srq *srq;
+
+    if (!id || !attr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+        return cm_fail(EINVAL);
+    if (attr->srq_type != IBV_SRQT_BASIC)
+        return cm_fail(EOPNOTSUPP);
+    if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+        attr->pd = id->pd ? id->pd : cm_default_pd();
+        attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+    }
+    srq = ibv_create_srq_ex(id->verbs, attr);
+    if (!srq)
+        return -1;
+    if (!id->pd)
+        id->pd = attr->pd;
+    id->srq = srq;
+    return 0;
+}
+
+CM_API int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+    struct ibv_srq_init_attr_ex ex = { 0 };
+    int rc;
+
+    if (!id || !attr)
+        return cm_fail(EINVAL);
+    memcpy(&ex, attr, sizeof(*attr));
+    ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+    ex.srq_type = IBV_SRQT_BASIC;
+    ex.pd = pd;
+    rc = rdma_create_srq_ex(id, &ex);
+    memcpy(attr, &ex, sizeof(*attr));
+    return rc;
+}
+
+CM_API void rdma_destroy_srq(struct rdma_cm_id *id)
+{
+    if (!id || !id->srq)
+        return;
+    ibv_destroy_srq(id->srq);
+    id->srq = NULL;
+}
+
+/* ECE (vendor options negotiated in the CM exchange) is Mellanox's. A local choice is taken
+ * as rdma-core takes it, checked, but this CM's wire has no place for it, so it goes
+ * nowhere and no peer's ever arrives (vendor 0: none). */
+CM_API int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+    if (!id || id->qp || !ece || !ece->vendor_id || ece->comp_mask)
+        return cm_fail(EINVAL);
+    return 0;
+}
+
+CM_API int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+    if (!id || id->qp || !ece)
+        return cm_fail(EINVAL);
+    memset(ece, 0, sizeof(*ece));
+    return 0;
+}
+
+/* The reason (vendor option not supported) has no place on this CM's wire: a plain reject. */
+CM_API int rdma_reject_ece(struct rdma_cm_id *id, const void *pdata, uint8_t len)
+{
+    return rdma_reject(id, pdata, len);
 }

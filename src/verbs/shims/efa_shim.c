@@ -49,3 +49,13 @@ SHIM_API struct efadv_cq *efadv_cq_from_ibv_cq_ex(struct ibv_cq_ex *cq)
     (void)cq;
     return NULL;
 }
+
+SHIM_API struct ibv_qp *efadv_create_driver_qp(struct ibv_pd *ibvpd, struct ibv_qp_init_attr *attr,
+                                               uint32_t driver_qp_type)
+{
+    (void)ibvpd;
+    (void)attr;
+    (void)driver_qp_type;
+    errno = EOPNOTSUPP;
+    return NULL;
+}

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+/* rsockets (sockets over RDMA, rdma/rsocket.h) are not offered; rpoll is, in cma_misc.c.
+ * Each call fails with ENOSYS (absent.h). */
+#include "verbs/absent.h"
+
+ABSENT_NEG(raccept, ENOSYS)
+ABSENT_NEG(rbind, ENOSYS)
+ABSENT_NEG(rclose, ENOSYS)
+ABSENT_NEG(rconnect, ENOSYS)
+ABSENT_NEG(rfcntl, ENOSYS)
+ABSENT_NEG(rgetpeername, ENOSYS)
+ABSENT_NEG(rgetsockname, ENOSYS)
+ABSENT_NEG(rgetsockopt, ENOSYS)
+ABSENT_NEG(riomap, ENOSYS)
+ABSENT_NEG(riounmap, ENOSYS)
+ABSENT_NEG(riowrite, ENOSYS)
+ABSENT_NEG(rlisten, ENOSYS)
+ABSENT_NEG(rread, ENOSYS)
+ABSENT_NEG(rreadv, ENOSYS)
+ABSENT_NEG(rrecv, ENOSYS)
+ABSENT_NEG(rrecvfrom, ENOSYS)
+ABSENT_NEG(rrecvmsg, ENOSYS)
+ABSENT_NEG(rselect, ENOSYS)
+ABSENT_NEG(rsend, ENOSYS)
+ABSENT_NEG(rsendmsg, ENOSYS)
+ABSENT_NEG(rsendto, ENOSYS)
+ABSENT_NEG(rsetsockopt, ENOSYS)
+ABSENT_NEG(rshutdown, ENOSYS)
+ABSENT_NEG(rsocket, ENOSYS)
+ABSENT_NEG(rwrite, ENOSYS)
+ABSENT_NEG(rwritev, ENOSYS)
