@@ -130,7 +130,7 @@ static int query_device_ex(struct ibv_context *ctx, const struct ibv_query_devic
     if (!ctx || !attr || len < sizeof(attr->orig_attr))
         return EINVAL;
     vb_device_attr(vb_ctx(ctx)->dev, &full.orig_attr);
-    full.max_dm_size = 0;
+    full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
     memcpy(attr, &full, len < sizeof(full) ? len : sizeof(full));
     return 0;
 }

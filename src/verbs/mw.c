@@ -75,10 +75,11 @@ int vb_dealloc_mw(struct ibv_mw *mw)
 }
 
 /* The core's bind flags for a window's access and a request's flags; -1 for what a window
- * cannot grant (atomics are not carried; zero-based windows are not offered). */
+ * cannot grant (atomics are not carried; zero-based windows are not offered). Local write
+ * means nothing for a window, which only admits peers; rxe and mlx5 accept it and so do we. */
 static int64_t bind_flags(unsigned access, uint32_t flags)
 {
-    if (access & ~(unsigned)(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE))
+    if (access & ~(unsigned)(IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE))
         return -1;
     flags &= VB_LOCAL_OP_FLAGS;
     if (access & IBV_ACCESS_REMOTE_READ)

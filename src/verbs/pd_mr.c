@@ -165,13 +165,17 @@ VB_API int ibv_dereg_mr(struct ibv_mr *mr)
     return 0;
 }
 
+/* Re-registration is not offered: what rdma-core refuses for any device is refused as it
+ * refuses it (EINVAL), the rest as by a provider without the command (EOPNOTSUPP). */
 VB_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)
 {
-    (void)mr;
-    (void)flags;
     (void)pd;
-    (void)addr;
-    (void)length;
-    (void)access;
-    return IBV_REREG_MR_ERR_INPUT;
+    if (!mr || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+        ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) ||
+        (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+        errno = EINVAL;
+        return IBV_REREG_MR_ERR_INPUT;
+    }
+    errno = EOPNOTSUPP;
+    return IBV_REREG_MR_ERR_CMD;
 }

@@ -68,13 +68,14 @@ static void bind_windows(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr
     uint32_t rkey2 = ibv_inc_rkey(mw2->rkey);
     struct ibv_send_wr wr = { .wr_id = 10, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED,
                               .bind_mw = { mw2, rkey2, { mr, (uintptr_t)buf + 1024, 1024,
-                                                         IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ } } }, *bad;
+                                                         IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                                                             IBV_ACCESS_LOCAL_WRITE } } }, *bad;
 
     CHECK(ibv_post_send(qp, &wr, &bad) == 0 && mw2->rkey == rkey2);
     expect_wc(cq, 10, IBV_WC_BIND_MW, IBV_WC_SUCCESS);
 
     struct ibv_mw_bind b = { .wr_id = 11, .send_flags = IBV_SEND_SIGNALED,
-                             .bind_info = { mr, (uintptr_t)buf, 512, IBV_ACCESS_REMOTE_READ } };
+                             .bind_info = { mr, (uintptr_t)buf, 512, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE } };
     uint32_t before = mw1->rkey;
 
     CHECK(ibv_bind_mw(qp, mw1, &b) == 0 && mw1->rkey != before);
