@@ -214,6 +214,11 @@ void nd_qp_fail_locked(struct nd_qp *qp, nd_status status);
 void nd_qp_fail(struct nd_qp *qp, nd_status status);
 /* From now on a failure of @qp leaves its receives posted (keep_receives). */
 void nd_qp_keep_receives(struct nd_qp *qp);
+/* A request the front end accepted but the connection, once up, refuses (@why): the QP
+ * fails with @why (what was posted before is flushed), and the request takes its place in
+ * the send queue and completes with @why, so that nothing posted is ever lost (verbs' held
+ * sends, av.c). */
+nd_status nd_qp_post_refused(nd_qp *qp, void *ctx, nd_request_type type, uint32_t flags, nd_status why);
 /* Carry out a Bind or Invalidate now, in its turn (QP lock held). */
 nd_status nd_qp_local_op(struct nd_qp *qp, const struct nd_wr *wr);
 /* Are the local SGEs of @wr registered with the rights it needs (INLINE needs none)? QP lock held. */

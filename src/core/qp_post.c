@@ -74,6 +74,25 @@ static __attribute__((noinline)) nd_status post_not_ready(struct nd_qp *qp, stru
     return st;
 }
 
+nd_status nd_qp_post_refused(nd_qp *qp, void *ctx, nd_request_type type, uint32_t flags, nd_status why)
+{
+    uint32_t index;
+    nd_status st;
+
+    if (!nd_qp_valid(qp))
+        return ND_INVALID_HANDLE;
+    nd_lock_acquire(&qp->lock);
+    /* The QP fails first: what was posted before completes (flushed) ahead of this one,
+     * in the send queue's order. */
+    if (!qp->failed)
+        nd_qp_fail_locked(qp, why);
+    st = sq_reserve(qp, ctx, (uint8_t)type, flags, &index);
+    if (st == ND_SUCCESS)
+        nd_qp_complete_initiator(qp, index, why, 0);
+    nd_lock_release(&qp->lock);
+    return st;
+}
+
 static nd_status post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
 {
     nd_status st;

@@ -58,6 +58,7 @@ enum nd_wc_status nd_wc_status_of(nd_status st, nd_request_type type, bool local
     case ND_IO_TIMEOUT: return ND_WCS_RNR_RETRY;
     case ND_CONNECTION_ABORTED: return ND_WCS_RETRY_EXC;
     case ND_INVALID_DEVICE_REQUEST: return ND_WCS_REM_INV_REQ;
+    case ND_NOT_SUPPORTED: return ND_WCS_LOC_QP_OP;
     default: return ND_WCS_GENERAL;
     }
 }

@@ -65,10 +65,13 @@ struct av_listener {
 };
 
 /* A send posted before the connection is up, with its own copy of the SGEs (and of the
- * bytes, for inline data). */
+ * bytes, for inline data); or a type 1 bind (ibv_bind_mw), its window and key chosen. */
 struct av_held {
     struct av_held *next;
     struct ibv_send_wr wr;
+    bool bind1;
+    uint8_t key;
+    uint32_t flags;                 /* a bind's, as the core takes them */
     struct ibv_sge sge[];
 };
 
@@ -184,6 +187,29 @@ static void hold_free_all(struct vb_qp *q)
     q->av.nheld = 0;
 }
 
+/* A held request the connection refuses (immediate data towards a peer that cannot carry
+ * it; a bind the region no longer allows) completes with an error in its place, and the QP
+ * goes to ERR: the application waits for every request it posted. */
+static void post_held(struct vb_qp *q, struct av_held *h)
+{
+    struct ibv_send_wr *bad;
+    nd_request_type type = vb_request_type(h->wr.opcode);
+    int err = h->bind1 ? vb_post_bind1(&q->qp, h->wr.bind_mw.mw, &h->wr.bind_mw.bind_info, h->wr.wr_id, h->flags,
+                                       h->key)
+                       : vb_post_send_now(&q->qp, &h->wr, &bad);
+
+    if (!err)
+        return;
+    nd_log(ND_LOG_INFO, ND_SUB_VERBS, "verbs: QP %u: a held request was refused (%d): it fails the QP",
+           q->qp.qp_num, err);
+    if (nd_qp_post_refused(q->core, (void *)(uintptr_t)h->wr.wr_id, type,
+                           h->bind1 ? h->flags : vb_send_flags(q, h->wr.send_flags),
+                           type == ND_REQUEST_TYPE_BIND ? ND_ACCESS_VIOLATION : ND_NOT_SUPPORTED) == ND_SUCCESS)
+        __atomic_store_n(&q->qp.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+    else
+        nd_log(ND_LOG_WARN, ND_SUB_VERBS, "verbs: QP %u: a refused request could not complete", q->qp.qp_num);
+}
+
 /* The connection is up, or will never be (@failed): the held sends go to the core in their
  * order, then posts go straight there (av_lock held). On a failed QP the core completes
  * each with a flush. */
@@ -195,11 +221,8 @@ static void release_held(struct vb_qp *q, bool failed)
         vb_qp_enter_err(q);
     }
     for (struct av_held *h = q->av.held; h; h = h->next) {
-        struct ibv_send_wr *bad;
-
         h->wr.next = NULL;
-        if (vb_post_send_now(&q->qp, &h->wr, &bad) != 0)
-            nd_log(ND_LOG_WARN, ND_SUB_VERBS, "verbs: a held send of QP %u could not be posted", q->qp.qp_num);
+        post_held(q, h);
     }
     hold_free_all(q);
     __atomic_store_n(&q->av.hold, false, __ATOMIC_RELEASE);
@@ -475,6 +498,7 @@ static struct av_held *held_copy(const struct ibv_send_wr *wr)
     if (!h)
         return NULL;
     h->next = NULL;
+    h->bind1 = false;
     h->wr = *wr;
     h->wr.sg_list = h->sge;
     memcpy(h->sge, wr->sg_list, n * sizeof(struct ibv_sge));
@@ -488,8 +512,22 @@ static struct av_held *held_copy(const struct ibv_send_wr *wr)
     return h;
 }
 
+/* Append @h to the QP's held requests; true if the event thread must learn of a new
+ * deadline (av_lock held). */
+static bool hold(struct vb_context *c, struct vb_qp *q, struct av_held *h)
+{
+    *q->av.held_tail = h;
+    q->av.held_tail = &h->next;
+    q->av.nheld++;
+    if (q->av.deadline_ns || !q->av.retry_ns)
+        return false;
+    q->av.deadline_ns = nd_now_ns() + q->av.retry_ns;
+    __atomic_add_fetch(&c->av_deadlines, 1, __ATOMIC_RELAXED);
+    return true;
+}
+
 /* ibv_post_send on a QP whose connection is not up yet: hold copies (or post, if it came
- * up meanwhile). */
+ * up meanwhile). Each is checked as the post would check it. */
 int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
     struct vb_context *c = vb_ctx(q->qp.context);
@@ -509,22 +547,13 @@ int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr 
     for (; wr; wr = wr->next) {
         struct av_held *h;
 
-        if (q->av.nheld >= q->cap.max_send_wr || wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge) {
-            err = wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge ? EINVAL : ENOMEM;
+        if ((err = vb_send_wr_check(q, wr)) != 0)
             break;
-        }
-        if (!(h = held_copy(wr))) {
+        if (q->av.nheld >= q->cap.max_send_wr || !(h = held_copy(wr))) {
             err = ENOMEM;
             break;
         }
-        *q->av.held_tail = h;
-        q->av.held_tail = &h->next;
-        q->av.nheld++;
-        if (!q->av.deadline_ns && q->av.retry_ns) {
-            q->av.deadline_ns = nd_now_ns() + q->av.retry_ns;
-            __atomic_add_fetch(&c->av_deadlines, 1, __ATOMIC_RELAXED);
-            kick = true;
-        }
+        kick |= hold(c, q, h);
     }
     if (err)
         *bad = wr;
@@ -532,6 +561,37 @@ int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr 
     if (kick)
         vb_event_thread_kick(c);
     return err;
+}
+
+int vb_av_hold_bind1(struct vb_qp *q, struct ibv_mw *mw, const struct ibv_mw_bind *bind, uint32_t flags,
+                     uint8_t key)
+{
+    struct vb_context *c = vb_ctx(q->qp.context);
+    struct av_held *h;
+    bool kick;
+
+    pthread_mutex_lock(&c->av_lock);
+    if (!__atomic_load_n(&q->av.hold, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&c->av_lock);
+        return vb_post_bind1(&q->qp, mw, &bind->bind_info, bind->wr_id, flags, key);
+    }
+    if (nd_qp_get_state(q->core) != ND_QPS_RTS || q->av.nheld >= q->cap.max_send_wr ||
+        !(h = calloc(1, sizeof(*h)))) {
+        int err = nd_qp_get_state(q->core) != ND_QPS_RTS ? EINVAL : ENOMEM;
+
+        pthread_mutex_unlock(&c->av_lock);
+        return err;
+    }
+    h->bind1 = true;
+    h->key = key;
+    h->flags = flags;
+    h->wr = (struct ibv_send_wr){ .wr_id = bind->wr_id, .opcode = IBV_WR_BIND_MW,
+                                  .bind_mw = { .mw = mw, .bind_info = bind->bind_info } };
+    kick = hold(c, q, h);
+    pthread_mutex_unlock(&c->av_lock);
+    if (kick)
+        vb_event_thread_kick(c);
+    return 0;
 }
 
 /* The event thread, between requests: fail the QPs whose held sends waited too long.

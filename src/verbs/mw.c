@@ -89,6 +89,21 @@ static int64_t bind_flags(unsigned access, uint32_t flags)
     return flags;
 }
 
+/* What the verbs rules and the region decide about a bind, known when it is posted. */
+static int bind_check(const struct vb_mw *w, const struct ibv_mw_bind_info *b)
+{
+    const struct vb_mr *m = (const struct vb_mr *)b->mr;
+    int64_t f = bind_flags(b->mw_access_flags, 0);
+
+    if (!m || f < 0 || !m->mw_bind || m->mr.pd != w->mw.pd)
+        return EINVAL;
+    return nd_mw_bind_check(m->core, (const void *)(uintptr_t)b->addr, (size_t)b->length,
+                            (f & ND_OP_FLAG_ALLOW_READ ? ND_ACCESS_REMOTE_READ : 0) |
+                                (f & ND_OP_FLAG_ALLOW_WRITE ? ND_ACCESS_REMOTE_WRITE : 0)) == ND_SUCCESS
+               ? 0
+               : EINVAL;
+}
+
 static int post_bind(nd_qp *qp, struct vb_mw *w, const struct ibv_mw_bind_info *b, uint64_t wr_id, uint32_t flags,
                      uint8_t key, bool replace)
 {
@@ -105,10 +120,20 @@ static int post_bind(nd_qp *qp, struct vb_mw *w, const struct ibv_mw_bind_info *
     return st == ND_SUCCESS ? 0 : st == ND_NO_MORE_ENTRIES ? ENOMEM : vb_errno(st);
 }
 
-/* Type 1: a new key each bind; a zero-length bind leaves the window admitting nothing. */
+/* A type 1 bind with its key chosen (vb_bind_mw), now or when a held QP's connection is up. */
+int vb_post_bind1(struct ibv_qp *qp, struct ibv_mw *mw, const struct ibv_mw_bind_info *b, uint64_t wr_id,
+                  uint32_t flags, uint8_t key)
+{
+    return post_bind(((struct vb_qp *)qp)->core, (struct vb_mw *)mw, b, wr_id, flags, key, true);
+}
+
+/* Type 1: a new key each bind, which the window carries from the post on (as a provider
+ * sets it when the bind is posted); a zero-length bind leaves it admitting nothing. On a QP
+ * whose address-vector connection is not up yet the bind is held, as a Send is. */
 int vb_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 {
     struct vb_mw *w = (struct vb_mw *)mw;
+    struct vb_qp *q = (struct vb_qp *)qp;
     uint32_t flags = 0;
     uint8_t key;
     int err;
@@ -117,15 +142,34 @@ int vb_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
         return EINVAL;
     if (bind->send_flags & ~(unsigned)(IBV_SEND_SIGNALED | IBV_SEND_FENCE))
         return EINVAL;
-    if (!(bind->send_flags & IBV_SEND_SIGNALED) && !((struct vb_qp *)qp)->sig_all)
+    if (!(bind->send_flags & IBV_SEND_SIGNALED) && !q->sig_all)
         flags |= ND_OP_FLAG_SILENT_SUCCESS;
     if (bind->send_flags & IBV_SEND_FENCE)
         flags |= ND_OP_FLAG_READ_FENCE;
     key = (uint8_t)(mw->rkey + 1);
-    err = post_bind(((struct vb_qp *)qp)->core, w, &bind->bind_info, bind->wr_id, flags, key, true);
+    if (__atomic_load_n(&q->av.hold, __ATOMIC_ACQUIRE)) {
+        err = bind_check(w, &bind->bind_info);
+        if (!err)
+            err = vb_av_hold_bind1(q, mw, bind, flags, key);
+    } else {
+        err = vb_post_bind1(qp, mw, &bind->bind_info, bind->wr_id, flags, key);
+    }
     if (!err)
         mw->rkey = w->slot << 8 | key;
     return err;
+}
+
+static bool bind2_ok(const struct ibv_qp *qp, const struct ibv_send_wr *wr)
+{
+    const struct vb_mw *w = (const struct vb_mw *)wr->bind_mw.mw;
+
+    return w && w->mw.type == IBV_MW_TYPE_2 && wr->bind_mw.rkey >> 8 == w->slot && w->mw.pd == qp->pd;
+}
+
+/* Whether a type 2 bind can be posted, as far as the post decides (held binds, av.c). */
+int vb_bind_wr_check(struct ibv_qp *qp, const struct ibv_send_wr *wr)
+{
+    return bind2_ok(qp, wr) ? bind_check((const struct vb_mw *)wr->bind_mw.mw, &wr->bind_mw.bind_info) : EINVAL;
 }
 
 /* Type 2, from ibv_post_send: the rkey names this window's slot and the key to bind with. */
@@ -134,7 +178,7 @@ int vb_post_bind(struct ibv_qp *qp, const struct ibv_send_wr *wr, uint32_t flags
     struct vb_mw *w = (struct vb_mw *)wr->bind_mw.mw;
     int err;
 
-    if (!w || w->mw.type != IBV_MW_TYPE_2 || wr->bind_mw.rkey >> 8 != w->slot || w->mw.pd != qp->pd)
+    if (!bind2_ok(qp, wr))
         return EINVAL;
     err = post_bind(((struct vb_qp *)qp)->core, w, &wr->bind_mw.bind_info, wr->wr_id, flags, (uint8_t)wr->bind_mw.rkey, false);
     if (!err)

@@ -268,6 +268,52 @@ int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
     return vb_post_send_now(qp, wr, bad);
 }
 
+/* What vb_post_send_now would refuse at the post itself, without posting: a held request
+ * (av.c) is checked so when it is posted, not when its connection comes up. */
+int vb_send_wr_check(struct vb_qp *q, const struct ibv_send_wr *wr)
+{
+    if (send_flags(q, wr->send_flags) < 0 || wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge)
+        return EINVAL;
+    switch (wr->opcode) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+    case IBV_WR_SEND_WITH_INV:
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_RDMA_READ:
+    case IBV_WR_LOCAL_INV:
+        return 0;
+    case IBV_WR_BIND_MW:
+        return vb_bind_wr_check(&q->qp, wr);
+    default:
+        return EINVAL;
+    }
+}
+
+/* The core's request type of a verbs opcode vb_send_wr_check passed. */
+nd_request_type vb_request_type(enum ibv_wr_opcode op)
+{
+    switch (op) {
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+        return ND_REQUEST_TYPE_WRITE;
+    case IBV_WR_RDMA_READ:
+        return ND_REQUEST_TYPE_READ;
+    case IBV_WR_BIND_MW:
+        return ND_REQUEST_TYPE_BIND;
+    case IBV_WR_LOCAL_INV:
+        return ND_REQUEST_TYPE_INVALIDATE;
+    default:
+        return ND_REQUEST_TYPE_SEND;
+    }
+}
+
+/* The core's flags of a request vb_send_wr_check passed. */
+uint32_t vb_send_flags(const struct vb_qp *q, unsigned flags)
+{
+    return (uint32_t)send_flags(q, flags);
+}
+
 int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
     struct vb_qp *q = (struct vb_qp *)qp;

@@ -163,9 +163,15 @@ int vb_dealloc_mw(struct ibv_mw *mw);
 int vb_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 /* IBV_WR_BIND_MW and IBV_WR_LOCAL_INV of ibv_post_send: 0 or an errno. */
 int vb_post_bind(struct ibv_qp *qp, const struct ibv_send_wr *wr, uint32_t flags);
+int vb_post_bind1(struct ibv_qp *qp, struct ibv_mw *mw, const struct ibv_mw_bind_info *b, uint64_t wr_id,
+                  uint32_t flags, uint8_t key);
+int vb_bind_wr_check(struct ibv_qp *qp, const struct ibv_send_wr *wr);
 int vb_post_local_inv(struct vb_context *c, nd_qp *qp, const struct ibv_send_wr *wr, uint32_t flags);
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int vb_send_wr_check(struct vb_qp *q, const struct ibv_send_wr *wr);
+nd_request_type vb_request_type(enum ibv_wr_opcode op);
+uint32_t vb_send_flags(const struct vb_qp *q, unsigned flags);
 int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 void vb_cq_bury(struct ibv_cq *cq, struct vb_qp *q, int slot);
 void vb_qp_free(struct vb_qp *q);
@@ -197,6 +203,9 @@ void vb_av_rts(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask);
 /* Never inlined into ibv_post_send's path: there it would cost every post a prologue. */
 __attribute__((noinline, cold)) int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr,
                                                     struct ibv_send_wr **bad);
+/* ibv_bind_mw of a type 1 window on a QP whose sends are held: held too. */
+int vb_av_hold_bind1(struct vb_qp *q, struct ibv_mw *mw, const struct ibv_mw_bind *bind, uint32_t flags,
+                     uint8_t key);
 void vb_av_completed(struct vb_context *c, nd_overlapped *ov);
 int vb_av_tick(struct vb_context *c);
 void vb_av_close(struct vb_context *c);
