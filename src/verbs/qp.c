@@ -72,6 +72,9 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         errno = EINVAL;
         return NULL;
     }
+    /* The device's inline room whatever was asked, as rdma-core's providers grant theirs
+     * (siw its maximum): programs post inline data having asked for none (rdma_xclient). */
+    cap.max_inline_data = nd_caps.max_inline;
     c = vb_ctx(pd->context);
     q = calloc(1, sizeof(*q));
     if (!q) {

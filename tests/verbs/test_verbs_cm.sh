@@ -5,6 +5,7 @@
 # network namespaces over iwarp:
 #   ucmatose -C 100 (100 Sends each way on one connection), ucmatose -c 10 (ten connections),
 #   rdma_server / rdma_client (synchronous ids, the library's own PD and CQs),
+#   rdma_xserver / rdma_xclient (the same; the client posts inline data it never asked room for),
 #   cmtime -c 100 (100 connections made and torn down; its server never exits: stopped).
 # Each side must exit 0 (cmtime's client only) and print its success line.
 # Usage: test_verbs_cm.sh NETDIRECT_RUN [local|netns]   (77 without rdmacm-utils)
@@ -30,6 +31,10 @@ for transport in $transports; do
     run_pair "rdma_server/rdma_client" 0 "rdma_client: end 0" "rdma_server: end 0" -- rdma_server -p PORT -- \
         rdma_client -s ADDR -p PORT
     echo "$transport rdma_server/rdma_client: ok"
+    port=$((port + 1))
+    run_pair "rdma_xserver/rdma_xclient" 0 "rdma_xclient: end 0" "rdma_xserver: end 0" -- rdma_xserver -p PORT -- \
+        rdma_xclient -s ADDR -p PORT
+    echo "$transport rdma_xserver/rdma_xclient: ok"
     port=$((port + 1))
     run_pair "cmtime -c 100" 1 "^connect +:" "" -- cmtime -b ADDR -p PORT -c 100 -- \
         cmtime -s ADDR -p PORT -c 100

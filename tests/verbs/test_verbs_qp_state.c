@@ -57,6 +57,15 @@ int main(void)
     struct ibv_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
                                    .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 } };
     CHECK((qp = ibv_create_qp(pd, &qa)) != NULL);
+    /* Inline room is granted whatever is asked, 0 included, as rdma-core's providers grant
+     * theirs; ibv_query_qp says the same. More than the device has is refused. */
+    struct ibv_qp_attr qattr;
+    struct ibv_qp_init_attr qinit;
+    CHECK(qa.cap.max_inline_data >= 64);
+    CHECK(ibv_query_qp(qp, &qattr, IBV_QP_CAP, &qinit) == 0 && qattr.cap.max_inline_data == qa.cap.max_inline_data);
+    struct ibv_qp_init_attr big = qa;
+    big.cap.max_inline_data = 1u << 20;
+    CHECK(ibv_create_qp(pd, &big) == NULL && errno == EINVAL);
 
     CHECK(query(qp) == IBV_QPS_RESET);
     CHECK(move(qp, IBV_QPS_RTR) == EINVAL && move(qp, IBV_QPS_RTS) == EINVAL);
