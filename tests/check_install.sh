@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# cmake --install into a scratch prefix, then build a consumer through pkg-config, as C and C++.
+# cmake --install into a scratch prefix, then build a consumer through pkg-config, as C and C++,
+# with the .pc file as installed (its paths must point into that prefix).
 set -eu
 build=$1 cc=$2 cxx=$3 sanitize=${4:-}
 extra=""
@@ -18,9 +19,9 @@ cat > "$tmp/use.c" <<'C'
 int main(void) { puts(nd_strerror(ND_PENDING)); return 0; }
 C
 cp "$tmp/use.c" "$tmp/use.cpp"
-"$cxx" $extra "$tmp/use.cpp" -o "$tmp/use_cpp" $(pkg-config --define-variable=prefix="$tmp/prefix" --cflags --libs netdirect)
-"$cc" $extra "$tmp/use.c" -o "$tmp/use" $(pkg-config --define-variable=prefix="$tmp/prefix" --cflags --libs netdirect)
-out=$(LD_LIBRARY_PATH=$(pkg-config --define-variable=prefix="$tmp/prefix" --variable=libdir netdirect) "$tmp/use")
+"$cxx" $extra "$tmp/use.cpp" -o "$tmp/use_cpp" $(pkg-config --cflags --libs netdirect)
+"$cc" $extra "$tmp/use.c" -o "$tmp/use" $(pkg-config --cflags --libs netdirect)
+out=$(LD_LIBRARY_PATH=$(pkg-config --variable=libdir netdirect) "$tmp/use")
 [ "$out" = "ND_PENDING" ] || { echo "consumer printed '$out'"; exit 1; }
 # The manual: a page per tool, netdirect(7), the C API's families.
 for page in man1/nd_info.1 man1/nd_test.1 man1/nd_rping_compat.1 man7/netdirect.7 man3/nd_qp.3; do
