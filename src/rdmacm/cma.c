@@ -322,9 +322,19 @@ struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum 
     id->id.context = context;
     id->id.ps = ps;
     id->id.qp_type = IBV_QPT_RC;
-    id->id.verbs = cm_context();
     id->id.port_num = 1;
+    id->port_hold = -1;
+    id->ack_timeout = -1;
     return id;
+}
+
+void cm_attach_device(struct cm_id *id)
+{
+    if (id->id.verbs)
+        return;
+    id->id.verbs = cm_context();
+    if (!id->id.pd)
+        id->id.pd = cm_default_pd();
 }
 
 CM_API int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **out, void *context,
@@ -376,6 +386,8 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
     drain_ops(id);                  /* a close's implicit disconnect */
     if (id->listener)
         nd_listener_close(id->listener);
+    if (id->port_hold >= 0)
+        close(id->port_hold);
     /* No request of the id is out any more: nothing queues an event for it now. Events
      * not yet delivered are dropped (rdma-core's kernel drops them too); delivered ones
      * are waited for until acknowledged. */

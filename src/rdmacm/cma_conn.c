@@ -66,7 +66,51 @@ static int start(struct cm_id *id, enum cm_op_kind kind, nd_status st)
 
 static nd_status new_connector(struct cm_id *id)
 {
-    return id->conn ? ND_SUCCESS : nd_adapter_create_connector(ndv_context_adapter(id->id.verbs), cm_port(), &id->conn);
+    return id->conn ? ND_SUCCESS : nd_adapter_create_connector(ndv_context_adapter(cm_context()), cm_port(), &id->conn);
+}
+
+static bool is_wildcard(const struct sockaddr *sa)
+{
+    return sa->sa_family == AF_INET6 ? IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr)
+                                     : ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
+/*
+ * Bind @addr as the kernel binds an rdma_cm id: an address no interface has is
+ * EADDRNOTAVAIL, port 0 takes a free port now, and the port is the id's until the core's
+ * listener or connector takes it over (release_port, just before). A socket bound to it
+ * holds it meanwhile: without SO_REUSEADDR when the port was chosen here, so that no other
+ * bind shares it; with it for a port the caller named, which a connection may have left
+ * in TIME_WAIT, as the core's listener binds.
+ */
+static int hold_port(struct cm_id *id, const struct sockaddr *addr)
+{
+    struct sockaddr_storage *src = &id->id.route.addr.src_storage;
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    socklen_t len = sizeof(*src);
+
+    if (fd < 0)
+        return -1;
+    if (addr->sa_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (addr->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)addr)->sin6_port
+                                    : ((const struct sockaddr_in *)addr)->sin_port)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, addr, sa_len(addr)) < 0 || getsockname(fd, (struct sockaddr *)src, &len) < 0) {
+        int e = errno;
+
+        close(fd);
+        return cm_fail(e);
+    }
+    id->port_hold = fd;
+    return 0;
+}
+
+static void release_port(struct cm_id *id)
+{
+    if (id->port_hold >= 0)
+        close(id->port_hold);
+    id->port_hold = -1;
 }
 
 CM_API int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
@@ -77,8 +121,11 @@ CM_API int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
         return cm_fail(EINVAL);
     if (id->bound)
         return cm_fail(EINVAL);
-    memcpy(&cid->route.addr.src_storage, addr, sa_len(addr));
+    if (hold_port(id, addr) < 0)
+        return -1;
     id->bound = true;
+    if (!is_wildcard(addr))
+        cm_attach_device(id);
     return 0;
 }
 
@@ -111,13 +158,16 @@ CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struc
     (void)timeout_ms;
     if (!cid || !dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
         return cm_fail(EINVAL);
-    if (src)
-        memcpy(&from, src, sa_len(src));
-    else if (id->bound)
+    /* A source binds an id not bound yet, as rdma_bind_addr; a bound id keeps its binding
+     * whatever source is given (the kernel binds only an idle id). */
+    if (!id->bound && src && rdma_bind_addr(cid, src) < 0)
+        return -1;
+    if (id->bound)
         from = cid->route.addr.src_storage;
     else if (route_source(dst, &from) < 0)
         return -1;                  /* ENETUNREACH and the like, from connect */
     memcpy(&cid->route.addr.dst_storage, dst, sa_len(dst));
+    release_port(id);
     st = new_connector(id);
     if (st == ND_SUCCESS)
         st = nd_connector_bind(id->conn, (struct sockaddr *)&from, sa_len((struct sockaddr *)&from));
@@ -128,6 +178,7 @@ CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struc
 
         nd_connector_get_local_address(id->conn, &cid->route.addr.src_addr, &len);
         id->bound = true;
+        cm_attach_device(id);
         cm_queue_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0);
     }
     if (!id->own_channel)
@@ -207,7 +258,7 @@ CM_API int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd, struct ibv_
     if (!cid || !attr || cid->qp)
         return cm_fail(EINVAL);
     if (!pd)
-        pd = cm_default_pd();
+        pd = cid->pd;
     if (!pd || pd->context != cid->verbs)
         return cm_fail(EINVAL);
     a = *attr;
@@ -227,6 +278,8 @@ CM_API int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd, struct ibv_
         return cm_fail(e);
     }
     ndv_qp_cm_state(qp, IBV_QPS_INIT, 0, 0);
+    if (id->ack_timeout >= 0)
+        ndv_qp_cm_timeout(qp, (uint8_t)id->ack_timeout);
     attr->cap = a.cap;
     cid->qp = qp;
     cid->pd = pd;
@@ -346,7 +399,8 @@ CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
 
     if (!cid || !id->bound || id->listener)
         return cm_fail(EINVAL);
-    st = nd_adapter_create_listener(ndv_context_adapter(cid->verbs), cm_port(), &id->listener);
+    release_port(id);
+    st = nd_adapter_create_listener(ndv_context_adapter(cm_context()), cm_port(), &id->listener);
     if (st == ND_SUCCESS) {
         nd_listener_notify_requests(id->listener, requests_in, id);
         st = nd_listener_bind(id->listener, &cid->route.addr.src_addr, sa_len(&cid->route.addr.src_addr));
@@ -587,6 +641,7 @@ static void request_in(struct cm_id *l, nd_connector *conn)
     child->conn = conn;
     child->parent = l;
     child->bound = true;
+    cm_attach_device(child);
     nd_connector_get_read_limits(conn, &child->ird, &child->ord);
     alen = sizeof(child->id.route.addr.src_storage);
     nd_connector_get_local_address(conn, &child->id.route.addr.src_addr, &alen);

@@ -62,6 +62,8 @@ struct cm_id {
     uint32_t ops_out;               /* requests with the core (lock) */
     bool bound, connected, disconnected, destroying;
     bool own_cqs;                   /* rdma_create_qp made the CQs */
+    int port_hold;                  /* a socket holding the bound port until the core takes it (-1) */
+    int ack_timeout;                /* RDMA_OPTION_ID_ACK_TIMEOUT, for the QP (-1: not set) */
     uint32_t ird, ord;
     uint8_t pdata_reply[CM_PDATA_MAX];  /* the accepting peer's, for ESTABLISHED */
     uint32_t pdata_reply_len;
@@ -89,6 +91,9 @@ void cm_op_done(struct cm_id *id);
  * status in *status), or -1. */
 int cm_wait_event(struct cm_id *id, struct rdma_cm_event **ev);
 struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps);
+/* The id's address resolved to the device (a local address, not the wildcard): the id is on
+ * it from now on, with the device's default PD, as rdma-core attaches it. */
+void cm_attach_device(struct cm_id *id);
 
 /* cma_conn.c: what the CM thread does with a completed request. */
 void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st);

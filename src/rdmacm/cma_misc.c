@@ -240,14 +240,27 @@ CM_API __be16 rdma_get_dst_port(struct rdma_cm_id *id)
                                      : ((const struct sockaddr_in *)sa)->sin_port;
 }
 
-/* Options that tune an IB fabric's timing or a RoCE packet's class mean nothing here: they
- * are accepted and have no effect. Anything else is refused. */
+/* Options that tune a RoCE packet's class or the port space mean nothing here: they are
+ * accepted and have no effect. The ACK timeout is the QP's attribute. Anything else is
+ * refused. */
 CM_API int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)
 {
     if (!id || !optval || !optlen)
         return cm_fail(EINVAL);
+    if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT) {
+        struct cm_id *c = (struct cm_id *)id;
+
+        if (optlen != sizeof(uint8_t))
+            return cm_fail(EINVAL);
+        /* Kept for the id's QP, which reports it (ibv_query_qp); the core's own peer timeout
+         * (ND_IWARP_TIMEOUT_MS) decides when a silent peer fails it. */
+        c->ack_timeout = *(uint8_t *)optval;
+        if (id->qp)
+            ndv_qp_cm_timeout(id->qp, (uint8_t)c->ack_timeout);
+        return 0;
+    }
     if (level == RDMA_OPTION_ID && (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
-                                    optname == RDMA_OPTION_ID_AFONLY || optname == RDMA_OPTION_ID_ACK_TIMEOUT))
+                                    optname == RDMA_OPTION_ID_AFONLY))
         return 0;
     return cm_fail(ENOSYS);
 }
@@ -309,7 +322,7 @@ CM_API int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex
 {
     struct ibv_srq *srq;
 
-    if (!id || !attr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+    if (!id || !attr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) || !id->verbs)
         return cm_fail(EINVAL);
     if (attr->srq_type != IBV_SRQT_BASIC)
         return cm_fail(EOPNOTSUPP);

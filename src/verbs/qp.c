@@ -206,10 +206,10 @@ VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, s
         attr->ah_attr = q->av.ah;
         attr->max_dest_rd_atomic = (uint8_t)q->av.ird;
         attr->max_rd_atomic = (uint8_t)q->av.ord;
-        attr->timeout = q->av.timeout;
         attr->retry_cnt = q->av.retry_cnt;
         attr->rnr_retry = q->av.rnr_retry;
     }
+    attr->timeout = q->av.timeout;  /* RTS's, or the CM's ACK timeout */
     memset(init, 0, sizeof(*init));
     init->qp_context = qp->qp_context;
     init->send_cq = qp->send_cq;
@@ -411,6 +411,11 @@ VB_API nd_qp *ndv_qp_core(struct ibv_qp *qp)
 VB_API bool ndv_qp_receives_pending(struct ibv_qp *qp)
 {
     return nd_qp_inbound_pending(((struct vb_qp *)qp)->core);
+}
+
+VB_API void ndv_qp_cm_timeout(struct ibv_qp *qp, uint8_t timeout)
+{
+    ((struct vb_qp *)qp)->av.timeout = timeout;
 }
 
 VB_API void ndv_qp_cm_state(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord)

@@ -114,7 +114,7 @@ struct vb_av_qp {
     uint32_t dest_qpn;
     uint32_t ird, ord;
     struct ibv_ah_attr ah;          /* as RTR gave it, for ibv_query_qp */
-    uint8_t timeout, retry_cnt, rnr_retry;  /* as RTS gave them */
+    uint8_t timeout, retry_cnt, rnr_retry;  /* as RTS gave them (timeout: or the CM's option) */
     uint64_t retry_ns;              /* how long held sends may wait (0: forever) */
     uint64_t deadline_ns;           /* when the held sends fail (0: none) */
     struct av_link *link;           /* the connection: dialling, accepting or up */

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+/*
+ * An rdma_cm id's address and device, as rdma-core gives them:
+ * - a new id has no device (verbs NULL) and no PD;
+ * - bound to the wildcard address it still has none; bound to an address of this host (or
+ *   loopback) it is on the device, with the device's default PD in id->pd, so that
+ *   ibv_create_qp(id->pd, ...) and rdma_reg_msgs work before rdma_create_qp;
+ * - port 0 takes a port at the bind (rdma_get_src_port says which), and nothing else can
+ *   take it meanwhile;
+ * - an address no interface of this host has is EADDRNOTAVAIL;
+ * - rdma_resolve_addr with a port-0 source on an id already bound keeps its binding;
+ * - rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT) is what ibv_query_qp reports of the id's QP.
+ */
+#include "cm_test.h"
+
+#include <rdma/rdma_verbs.h>
+#include <string.h>
+
+static struct sockaddr_in in4(uint32_t host_order_addr, uint16_t port)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(host_order_addr) };
+
+    return a;
+}
+
+static struct rdma_cm_id *new_id(void)
+{
+    struct rdma_cm_id *id;
+
+    CHECK(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0);
+    CHECK(id->verbs == NULL && id->pd == NULL);
+    return id;
+}
+
+static void wildcard(void)
+{
+    struct rdma_cm_id *id = new_id();
+    struct sockaddr_in a = in4(INADDR_ANY, 0);
+
+    CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+    CHECK(rdma_get_src_port(id) != 0 && id->verbs == NULL);
+    CHECK(rdma_listen(id, 1) == 0 && rdma_get_src_port(id) != 0);
+    CHECK(rdma_destroy_id(id) == 0);
+}
+
+static void loopback(void)
+{
+    struct rdma_cm_id *id = new_id(), *other = new_id();
+    struct sockaddr_in a = in4(INADDR_LOOPBACK, 0);
+    struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 2, .max_recv_wr = 2,
+                                                                   .max_send_sge = 1, .max_recv_sge = 1 } };
+    static char buf[64];
+    struct ibv_mr *mr;
+    uint16_t port;
+
+    CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+    port = ntohs(rdma_get_src_port(id));
+    CHECK(port != 0 && id->verbs && id->pd && id->pd->context == id->verbs);
+    CHECK((mr = rdma_reg_msgs(id, buf, sizeof(buf))) != NULL);
+    qa.send_cq = qa.recv_cq = ibv_create_cq(id->verbs, 4, NULL, NULL, 0);
+    CHECK(qa.send_cq);
+    struct ibv_qp *qp = ibv_create_qp(id->pd, &qa);
+    CHECK(qp);
+    /* The port is the id's: another bind to it is refused. */
+    a.sin_port = htons(port);
+    CHECK(rdma_bind_addr(other, (struct sockaddr *)&a) == -1 && errno == EADDRINUSE);
+    CHECK(rdma_listen(id, 1) == 0 && ntohs(rdma_get_src_port(id)) == port);
+    CHECK(ibv_destroy_qp(qp) == 0 && ibv_destroy_cq(qa.send_cq) == 0 && rdma_dereg_mr(mr) == 0);
+    CHECK(rdma_destroy_id(id) == 0 && rdma_destroy_id(other) == 0);
+}
+
+static void not_here(void)
+{
+    struct rdma_cm_id *id = new_id();
+    struct sockaddr_in a = in4(0xc6336477u, 0);   /* 198.51.100.119: no interface of ours */
+
+    CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == -1 && errno == EADDRNOTAVAIL);
+    CHECK(rdma_destroy_id(id) == 0);
+}
+
+/* Resolving with a port-0 source keeps the port the id was bound to. */
+static void resolve_keeps_binding(void)
+{
+    struct rdma_cm_id *id = new_id();
+    struct sockaddr_in a = in4(INADDR_LOOPBACK, 0), dst = in4(INADDR_LOOPBACK, 9), src = in4(INADDR_LOOPBACK, 0);
+    uint16_t port;
+
+    CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+    port = ntohs(rdma_get_src_port(id));
+    CHECK(rdma_resolve_addr(id, (struct sockaddr *)&src, (struct sockaddr *)&dst, 1000) == 0);
+    CHECK(ntohs(rdma_get_src_port(id)) == port && id->verbs);
+    CHECK(rdma_destroy_id(id) == 0);
+}
+
+static void ack_timeout(void)
+{
+    struct rdma_cm_id *id = new_id();
+    struct sockaddr_in a = in4(INADDR_LOOPBACK, 0);
+    struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 2, .max_recv_wr = 2,
+                                                                   .max_send_sge = 1, .max_recv_sge = 1 } };
+    struct ibv_qp_attr attr;
+    struct ibv_qp_init_attr init;
+    uint8_t timeout = 18;
+
+    CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+    CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, sizeof(timeout)) == 0);
+    CHECK(rdma_create_qp(id, NULL, &qa) == 0);
+    CHECK(ibv_query_qp(id->qp, &attr, IBV_QP_TIMEOUT, &init) == 0 && attr.timeout == 18);
+    timeout = 20;
+    CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, sizeof(timeout)) == 0);
+    CHECK(ibv_query_qp(id->qp, &attr, IBV_QP_TIMEOUT, &init) == 0 && attr.timeout == 20);
+    rdma_destroy_qp(id);
+    CHECK(rdma_destroy_id(id) == 0);
+}
+
+int main(void)
+{
+    wildcard();
+    loopback();
+    not_here();
+    resolve_keeps_binding();
+    ack_timeout();
+    puts("ok");
+    return 0;
+}
