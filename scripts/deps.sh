@@ -9,7 +9,7 @@ set -eu
 # suite (tests/verbs/rdma_core_suite.sh) and the Python bindings it runs on.
 pkgs="cmake make gcc g++ clang libclang-rt-14-dev pkg-config libibverbs-dev librdmacm-dev iproute2 linux-perf
       man-db groff-base ibverbs-utils rdmacm-utils perftest libfabric-bin ucx-utils ibverbs-providers
-      python3-pyverbs"
+      python3-pyverbs qperf"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -33,11 +33,10 @@ static nd_status cap_check(const struct ibv_qp_cap *cap, bool srq)
 {
     const struct nd_caps *l = &nd_caps;
 
-    if (!cap->max_send_wr || cap->max_send_wr > l->max_send_wr ||
-        cap->max_send_sge > l->max_send_sge || cap->max_inline_data > l->max_inline)
+    if (cap->max_send_wr > l->max_send_wr || cap->max_send_sge > l->max_send_sge ||
+        cap->max_inline_data > l->max_inline)
         return ND_INVALID_PARAMETER;
-    if (!srq && (!cap->max_recv_wr || cap->max_recv_wr > l->max_recv_wr ||
-                 cap->max_recv_sge > l->max_recv_sge))
+    if (!srq && (cap->max_recv_wr > l->max_recv_wr || cap->max_recv_sge > l->max_recv_sge))
         return ND_INVALID_PARAMETER;
     return ND_SUCCESS;
 }
@@ -62,6 +61,12 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         return NULL;
     }
     cap = attr->cap;
+    /* A side that only sends or only receives may ask for no room for the other (qperf's
+     * bandwidth tests do): it gets the least the core makes. */
+    if (!cap.max_send_wr)
+        cap.max_send_wr = 1;
+    if (!cap.max_recv_wr)
+        cap.max_recv_wr = 1;
     if (!cap.max_send_sge)
         cap.max_send_sge = 1;
     if (!cap.max_recv_sge)

@@ -6,7 +6,10 @@
 #   ucmatose -C 100 (100 Sends each way on one connection), ucmatose -c 10 (ten connections),
 #   rdma_server / rdma_client (synchronous ids, the library's own PD and CQs),
 #   rdma_xserver / rdma_xclient (the same; the client posts inline data it never asked room for),
-#   cmtime -c 100 (100 connections made and torn down; its server never exits: stopped).
+#   cmtime -c 100 (100 connections made and torn down; its server never exits: stopped),
+#   qperf -cm1 rc_lat rc_bw rc_rdma_write_lat rc_rdma_read_bw (ids bound to port 0, which
+#   the server tells the client; the bandwidth sides ask for no room in one direction; its
+#   server never exits: stopped).
 # Each side must exit 0 (cmtime's client only) and print its success line.
 # Usage: test_verbs_cm.sh NETDIRECT_RUN [local|netns]   (77 without rdmacm-utils)
 set -u
@@ -39,4 +42,9 @@ for transport in $transports; do
     run_pair "cmtime -c 100" 1 "^connect +:" "" -- cmtime -b ADDR -p PORT -c 100 -- \
         cmtime -s ADDR -p PORT -c 100
     echo "$transport cmtime -c 100: ok"
+    port=$((port + 1))
+    run_pair "qperf -cm1" 1 "rc_rdma_read_bw:" "" -- qperf -lp PORT -- \
+        qperf ADDR -lp PORT -cm1 -t 1 rc_lat rc_bw rc_rdma_write_lat rc_rdma_read_bw
+    [ "$(grep -Ec '^ +(latency|bw) += +[0-9.]+ [a-zA-Z]+/?[a-z]*$' "$tmp/c")" -eq 4 ] || { cat "$tmp/c"; exit 1; }
+    echo "$transport qperf -cm1: ok ($(grep -E '^ +(latency|bw)' "$tmp/c" | tr -s ' ' | tr '\n' ';'))"
 done

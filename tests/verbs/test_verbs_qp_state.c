@@ -66,6 +66,14 @@ int main(void)
     struct ibv_qp_init_attr big = qa;
     big.cap.max_inline_data = 1u << 20;
     CHECK(ibv_create_qp(pd, &big) == NULL && errno == EINVAL);
+    /* A QP that only sends, or only receives, may ask for no room for the other. */
+    struct ibv_qp_init_attr one_way = qa;
+    one_way.cap.max_recv_wr = 0;
+    struct ibv_qp *sender = ibv_create_qp(pd, &one_way);
+    one_way = qa;
+    one_way.cap.max_send_wr = 0;
+    struct ibv_qp *receiver = ibv_create_qp(pd, &one_way);
+    CHECK(sender && receiver && ibv_destroy_qp(sender) == 0 && ibv_destroy_qp(receiver) == 0);
 
     CHECK(query(qp) == IBV_QPS_RESET);
     CHECK(move(qp, IBV_QPS_RTR) == EINVAL && move(qp, IBV_QPS_RTS) == EINVAL);
