@@ -200,6 +200,9 @@ VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, s
     /* The core's: a QP that failed is in ERR whatever its last modify said. rdma-core
      * updates the field from the answer too. */
     attr->qp_state = attr->cur_qp_state = (enum ibv_qp_state)nd_qp_get_state(q->core);
+    /* An RNIC's QP (siw's) has no RESET of its own: it reports it as INIT. */
+    if (attr->qp_state == IBV_QPS_RESET && vb_ctx(qp->context)->dev->personality == VB_IWARP)
+        attr->qp_state = attr->cur_qp_state = IBV_QPS_INIT;
     __atomic_store_n(&qp->state, attr->qp_state, __ATOMIC_RELEASE);
     attr->path_mtu = (enum ibv_mtu)vb_port_mtu();
     attr->qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
