@@ -654,9 +654,13 @@ void nd_qp_link_cm(struct nd_qp *qp, int sock, const struct nd_port_kick *k)
     nd_lock_release(&qp->lock);
 }
 
-void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn)
+bool nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn)
 {
     nd_lock_acquire(&qp->lock);
+    if (!nd_qp_valid(qp)) {
+        nd_lock_release(&qp->lock);
+        return false;
+    }
     /* Published: Deregister's barrier reads them without the lock (mem_barrier.c). */
     __atomic_store_n(&qp->conn, conn, __ATOMIC_RELEASE);
     __atomic_store_n(&qp->tops, tops, __ATOMIC_RELEASE);
@@ -665,6 +669,7 @@ void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, 
     if (qp->state == ND_QPS_INIT && !qp->failed)
         qp->state = ND_QPS_RTS;
     nd_lock_release(&qp->lock);
+    return true;
 }
 
 /* ---- creation ---- */

@@ -250,7 +250,10 @@ bool nd_qp_inbound_pending(struct nd_qp *qp);
 /* Link the QP to its connector's socket (@sock) or port source (@k), or unlink it (-1, NULL). */
 void nd_qp_link_cm(struct nd_qp *qp, int sock, const struct nd_port_kick *k);
 /* The transport connected (or disconnected) this QP. */
-void nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn);
+/* The transport connected this QP: false, and nothing changed, if the application closed
+ * it meanwhile (the connection's set-up runs on a library thread, and the QP's CQs may be
+ * gone): the transport then frees what it made. */
+bool nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn);
 /*
  * Move @qp to @to along the edges verbs' modify allows (any state to RESET or ERR; RESET to
  * INIT; INIT to RTR; RTR or RTS to RTS): 0, or -EINVAL without an edge, or for INIT on a QP

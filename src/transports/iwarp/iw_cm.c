@@ -324,7 +324,8 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     if (!c)
         return st;
     nd_lock_acquire(&qp->lock);
-    st = iw_conn_init(c, qp);
+    /* Closed meanwhile (nd_qp_close marks it under this lock): its CQs may be freed. */
+    st = nd_qp_valid(qp) ? iw_conn_init(c, qp) : ND_CANCELED;
     nd_lock_release(&qp->lock);
     if (st != ND_SUCCESS) {
         free(c);
@@ -351,7 +352,11 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     c->fpdu_cap = iw_fpdu_cap();
     c->fpdu_max = iw_path_fpdu_max(c->sock, c->fpdu_cap);
     c->mss_checked_ns = nd_coarse_ns();
-    nd_qp_set_connected(qp, &iwarp_transport, c);
+    if (!nd_qp_set_connected(qp, &iwarp_transport, c)) {
+        c->sock = -1;           /* still the connector's: it closes it */
+        iw_conn_free(c);
+        return ND_CANCELED;
+    }
     st = iw_engine_add(qp->adapter, c);
     if (st != ND_SUCCESS) {
         nd_lock_acquire(&qp->lock);

@@ -957,7 +957,8 @@ nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *msg, uint32_
     c->ird = ird;
     c->ord = ord;
     c->last_check = nd_now_ns();
-    nd_qp_set_connected(qp, &shm_transport, c);
+    if (!nd_qp_set_connected(qp, &shm_transport, c))
+        goto err;               /* closed meanwhile */
     __atomic_store_n(&qp->has_progress, true, __ATOMIC_RELEASE);
     return ND_SUCCESS;
 err:
