@@ -128,6 +128,8 @@ _Static_assert(sizeof(struct nd_wc) == sizeof(nd_result) && sizeof(nd_request_ty
 
 /* nd_cq_get_results, into completions that carry the verbs fields. */
 uint32_t nd_cq_get_wc(nd_cq *cq, struct nd_wc *wc, uint32_t max);
+/* Does a queue pair use this CQ (nd_cq_close would refuse it)? */
+bool nd_cq_in_use(const nd_cq *cq);
 
 /* ---- the CM's queue of incoming requests (listener.c) ---- */
 

@@ -638,6 +638,11 @@ err_fd:
     return st;
 }
 
+bool nd_cq_in_use(const nd_cq *cq)
+{
+    return atomic_load(&cq->users) != 0;
+}
+
 ND_API nd_status nd_cq_close(nd_cq *cq)
 {
     struct nd_port *port;

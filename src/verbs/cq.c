@@ -191,8 +191,9 @@ VB_API int ibv_resize_cq(struct ibv_cq *cq, int cqe)
     return 0;
 }
 
-/* Destroy waits until every event delivered for the CQ is acknowledged, as rdma-core's
- * does, and until its notify request is back from the event thread. */
+/* A CQ a QP still uses is refused first (EBUSY), as the kernel refuses it before anything
+ * else. Otherwise destroy waits until every event delivered for the CQ is acknowledged, as
+ * rdma-core's does, and until its notify request is back from the event thread. */
 VB_API int ibv_destroy_cq(struct ibv_cq *cq)
 {
     struct vb_cq *q = (struct vb_cq *)cq;
@@ -200,6 +201,9 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
 
     if (!cq)
         return EINVAL;
+    /* A QP still on it: refused at once, nothing changed (its events, its notification). */
+    if (nd_cq_in_use(q->core))
+        return EBUSY;
     pthread_mutex_lock(&cq->mutex);
     q->dying = true;
     while (cq->comp_events_completed != q->events_delivered)
