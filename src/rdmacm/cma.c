@@ -384,8 +384,13 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
         id->conn = NULL;
     }
     drain_ops(id);                  /* a close's implicit disconnect */
-    if (id->listener)
-        nd_listener_close(id->listener);
+    if (id->listener) {
+        nd_listener_close(id->listener);    /* its request handler has run for the last time */
+        cm_gate_close(id->gate);
+    } else if (id->gate) {
+        cm_accept_over(id);
+        cm_gate_unref(id->gate);
+    }
     if (id->port_hold >= 0)
         close(id->port_hold);
     /* No request of the id is out any more: nothing queues an event for it now. Events

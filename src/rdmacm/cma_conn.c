@@ -400,7 +400,9 @@ CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
     if (!cid || !id->bound || id->listener)
         return cm_fail(EINVAL);
     release_port(id);
-    st = nd_adapter_create_listener(ndv_context_adapter(cm_context()), cm_port(), &id->listener);
+    id->gate = cm_gate_new(id);
+    st = id->gate ? nd_adapter_create_listener(ndv_context_adapter(cm_context()), cm_port(), &id->listener)
+                  : ND_NO_MEMORY;
     if (st == ND_SUCCESS) {
         nd_listener_notify_requests(id->listener, requests_in, id);
         st = nd_listener_bind(id->listener, &cid->route.addr.src_addr, sa_len(&cid->route.addr.src_addr));
@@ -411,6 +413,9 @@ CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
         if (id->listener)
             nd_listener_close(id->listener);
         id->listener = NULL;
+        if (id->gate)
+            cm_gate_close(id->gate);
+        id->gate = NULL;
         return cm_fail(cm_errno(st));
     }
     uint32_t len = sizeof(cid->route.addr.src_storage);
@@ -432,10 +437,14 @@ CM_API int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *p)
     ord = p ? p->initiator_depth : id->ord;
     id->ird = ird;
     id->ord = ord;
+    if (id->gate && !__atomic_exchange_n(&id->accept_counted, true, __ATOMIC_ACQ_REL))
+        cm_gate_accept_begin(id->gate);
     cm_op_begin(id, CM_OP_ACCEPT);
     rc = start(id, CM_OP_ACCEPT,
                nd_connector_accept(id->conn, ndv_qp_core(cid->qp), ird, ord, p ? p->private_data : NULL,
                                    p ? p->private_data_len : 0, &id->op[CM_OP_ACCEPT].ov));
+    if (rc < 0)
+        cm_accept_over(id);
     if (rc < 0 || !id->own_channel)
         return rc;
     rc = cm_wait_event(id, &ev);
@@ -473,9 +482,19 @@ CM_API int rdma_disconnect(struct rdma_cm_id *cid)
     return start(id, CM_OP_DISCONNECT, nd_connector_disconnect(id->conn, &id->op[CM_OP_DISCONNECT].ov));
 }
 
+/* The accept of a listener's request is over (established, failed, or its id destroyed):
+ * the listener's requests that waited for it may go. */
+void cm_accept_over(struct cm_id *id)
+{
+    if (__atomic_exchange_n(&id->accept_counted, false, __ATOMIC_ACQ_REL))
+        cm_gate_accept_end(id->gate);
+}
+
 /* ---- the CM thread's side ---- */
 
-static void established(struct cm_id *id, const void *pdata, uint32_t len)
+/* The connection is up: the id's state and its QP's (RTS, with the read limits agreed),
+ * and the watch for its end. */
+static void mark_established(struct cm_id *id)
 {
     nd_connector_get_read_limits(id->conn, &id->ird, &id->ord);
     pthread_mutex_lock(&id->lock);
@@ -485,9 +504,46 @@ static void established(struct cm_id *id, const void *pdata, uint32_t len)
         ndv_qp_cm_state(id->id.qp, IBV_QPS_RTS, id->ird, id->ord);
     uint32_t alen = sizeof(id->id.route.addr.dst_storage);
     nd_connector_get_peer_address(id->conn, &id->id.route.addr.dst_addr, &alen);
-    cm_queue_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, pdata, len);
+}
+
+static void watch_disconnect(struct cm_id *id)
+{
     cm_op_begin(id, CM_OP_NOTIFY);
     start(id, CM_OP_NOTIFY, nd_connector_notify_disconnect(id->conn, &id->op[CM_OP_NOTIFY].ov));
+}
+
+/* The passive side's: its accept completed. */
+static void established(struct cm_id *id, const void *pdata, uint32_t len)
+{
+    mark_established(id);
+    cm_queue_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, pdata, len);
+    watch_disconnect(id);
+}
+
+/*
+ * The active side's, once the peer's reply is in. CompleteConnect tells the peer (the RTU),
+ * which may then send at once: ESTABLISHED is queued before it, so that the application
+ * has the event before any such message completes on its CQ. Until the QP is connected a
+ * post on it waits (ndv_qp_cm_attaching), for the few microseconds CompleteConnect takes.
+ * It never pends; if it fails, DISCONNECTED follows the ESTABLISHED.
+ */
+static void complete_active(struct cm_id *id, const void *pdata, uint32_t len)
+{
+    struct ibv_qp *qp = id->id.qp;
+    nd_status st;
+
+    ndv_qp_cm_attaching(qp, true);
+    cm_queue_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, pdata, len);
+    st = nd_connector_complete_connect(id->conn, &id->op[CM_OP_COMPLETE].ov);
+    if (st == ND_SUCCESS)
+        mark_established(id);
+    ndv_qp_cm_attaching(qp, false);
+    if (st == ND_SUCCESS) {
+        watch_disconnect(id);
+        return;
+    }
+    ndv_qp_cm_state(qp, IBV_QPS_ERR, 0, 0);
+    cm_queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 }
 
 /*
@@ -603,11 +659,7 @@ static void connect_done(struct cm_id *id, nd_status st)
         /* The peer's reply is in: its private data is the ESTABLISHED event's. */
         if (nd_connector_get_private_data(id->conn, pdata, &len) != ND_SUCCESS)
             len = 0;
-        memcpy(id->pdata_reply, pdata, len);
-        id->pdata_reply_len = len;
-        cm_op_begin(id, CM_OP_COMPLETE);
-        if (start(id, CM_OP_COMPLETE, nd_connector_complete_connect(id->conn, &id->op[CM_OP_COMPLETE].ov)) < 0)
-            cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -errno, NULL, 0);
+        complete_active(id, pdata, len);
         return;
     }
     if (st == ND_CONNECTION_REFUSED) {
@@ -639,7 +691,8 @@ static void request_in(struct cm_id *l, nd_connector *conn)
         return;
     }
     child->conn = conn;
-    child->parent = l;
+    child->gate = l->gate;
+    cm_gate_ref(child->gate);
     child->bound = true;
     cm_attach_device(child);
     nd_connector_get_read_limits(conn, &child->ird, &child->ord);
@@ -649,7 +702,7 @@ static void request_in(struct cm_id *l, nd_connector *conn)
     nd_connector_get_peer_address(conn, &child->id.route.addr.dst_addr, &alen);
     if (nd_connector_get_private_data(conn, pdata, &len) != ND_SUCCESS)
         len = 0;
-    cm_queue_request(l, child, pdata, len);
+    cm_gate_request(l->gate, child, pdata, len);
 }
 
 /* The core queued requests for a listener (on the CM thread, which serves the port). Its
@@ -669,17 +722,12 @@ void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st)
     case CM_OP_CONNECT:
         connect_done(id, st);
         break;
-    case CM_OP_COMPLETE:
-        if (st == ND_SUCCESS)
-            established(id, id->pdata_reply, id->pdata_reply_len);
-        else if (st != ND_CANCELED)
-            cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -cm_errno(st), NULL, 0);
-        break;
     case CM_OP_ACCEPT:
         if (st == ND_SUCCESS)
             established(id, NULL, 0);
         else if (st != ND_CANCELED)
             cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -cm_errno(st), NULL, 0);
+        cm_accept_over(id);
         break;
     case CM_OP_NOTIFY:
     case CM_OP_DISCONNECT:

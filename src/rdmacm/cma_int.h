@@ -25,6 +25,7 @@
 #define CM_API __attribute__((visibility("default")))
 #define CM_PDATA_MAX 256
 
+/* CM_OP_COMPLETE's request never pends (CompleteConnect is synchronous): only its slot is used. */
 enum cm_op_kind { CM_OP_CONNECT, CM_OP_COMPLETE, CM_OP_ACCEPT, CM_OP_NOTIFY, CM_OP_DISCONNECT, CM_OP_COUNT };
 
 struct cm_id;
@@ -56,7 +57,8 @@ struct cm_id {
     struct cm_channel *own_channel; /* a synchronous id's */
     nd_connector *conn;
     nd_listener *listener;
-    struct cm_id *parent;           /* a connection request's listener */
+    struct cm_gate *gate;           /* a listener's, shared with its requests' ids (cma_gate.c) */
+    bool accept_counted;            /* atomic: its accept is out, counted by the gate */
     struct cm_op op[CM_OP_COUNT];
     uint32_t events_out;            /* delivered, not acknowledged (lock) */
     uint32_t ops_out;               /* requests with the core (lock) */
@@ -65,8 +67,6 @@ struct cm_id {
     int port_hold;                  /* a socket holding the bound port until the core takes it (-1) */
     int ack_timeout;                /* RDMA_OPTION_ID_ACK_TIMEOUT, for the QP (-1: not set) */
     uint32_t ird, ord;
-    uint8_t pdata_reply[CM_PDATA_MAX];  /* the accepting peer's, for ESTABLISHED */
-    uint32_t pdata_reply_len;
     /* rdma_create_ep of a listener: what rdma_get_request makes each request's QP with. */
     struct ibv_qp_init_attr ep_qp_attr;
     struct ibv_pd *ep_pd;
@@ -95,8 +95,20 @@ struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum 
  * it from now on, with the device's default PD, as rdma-core attaches it. */
 void cm_attach_device(struct cm_id *id);
 
+/* cma_gate.c: a listener's requests wait while an accept of one of them is out. */
+struct cm_gate;
+struct cm_gate *cm_gate_new(struct cm_id *listener);
+void cm_gate_ref(struct cm_gate *g);
+void cm_gate_unref(struct cm_gate *g);
+void cm_gate_request(struct cm_gate *g, struct cm_id *child, const void *pdata, uint32_t len);
+void cm_gate_accept_begin(struct cm_gate *g);
+void cm_gate_accept_end(struct cm_gate *g);
+/* The listener's id is destroyed: requests still held are refused; its reference goes. */
+void cm_gate_close(struct cm_gate *g);
+
 /* cma_conn.c: what the CM thread does with a completed request. */
 void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st);
+void cm_accept_over(struct cm_id *id);
 /* Delivers the DISCONNECTED events whose wait is over (CM thread); returns how long the
  * thread may wait for its next request before it looks again, in ms (-1: forever). */
 int cm_release_disconnects(void);

@@ -534,6 +534,10 @@ int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr 
     bool kick = false;
     int err = 0;
 
+    if (__atomic_load_n(&q->cm_attaching, __ATOMIC_ACQUIRE)) {
+        vb_wait_cm_attach(q);
+        return vb_post_send_now(&q->qp, wr, bad);
+    }
     pthread_mutex_lock(&c->av_lock);
     if (!__atomic_load_n(&q->av.hold, __ATOMIC_ACQUIRE)) {
         pthread_mutex_unlock(&c->av_lock);
@@ -570,6 +574,10 @@ int vb_av_hold_bind1(struct vb_qp *q, struct ibv_mw *mw, const struct ibv_mw_bin
     struct av_held *h;
     bool kick;
 
+    if (__atomic_load_n(&q->cm_attaching, __ATOMIC_ACQUIRE)) {
+        vb_wait_cm_attach(q);
+        return vb_post_bind1(&q->qp, mw, &bind->bind_info, bind->wr_id, flags, key);
+    }
     pthread_mutex_lock(&c->av_lock);
     if (!__atomic_load_n(&q->av.hold, __ATOMIC_ACQUIRE)) {
         pthread_mutex_unlock(&c->av_lock);

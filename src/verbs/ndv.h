@@ -17,6 +17,8 @@ nd_qp *ndv_qp_core(struct ibv_qp *qp);
 /* The CM moved the connection on: @state INIT (created for the CM), RTS (established, with
  * its read limits) or ERR (ended). */
 void ndv_qp_cm_state(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord);
+/* The CM is connecting the QP (@on) or has finished: meanwhile posts on it wait. */
+void ndv_qp_cm_attaching(struct ibv_qp *qp, bool on);
 /* The QP's local ACK timeout as the CM was asked for it (RDMA_OPTION_ID_ACK_TIMEOUT). */
 void ndv_qp_cm_timeout(struct ibv_qp *qp, uint8_t timeout);
 /* Has the peer completed receives of @qp that no poll of its CQ has taken yet? */

@@ -421,6 +421,28 @@ VB_API bool ndv_qp_receives_pending(struct ibv_qp *qp)
     return nd_qp_inbound_pending(((struct vb_qp *)qp)->core);
 }
 
+/* The CM queued ESTABLISHED before it connects the QP (the peer may send the moment it is
+ * connected): a post that comes meanwhile waits for it on the hold path, off the fast one. */
+VB_API void ndv_qp_cm_attaching(struct ibv_qp *qp, bool on)
+{
+    struct vb_qp *q = (struct vb_qp *)qp;
+
+    pthread_mutex_lock(&qp->mutex);
+    __atomic_store_n(&q->cm_attaching, on, __ATOMIC_RELEASE);
+    __atomic_store_n(&q->av.hold, on, __ATOMIC_RELEASE);
+    if (!on)
+        pthread_cond_broadcast(&qp->cond);
+    pthread_mutex_unlock(&qp->mutex);
+}
+
+void vb_wait_cm_attach(struct vb_qp *q)
+{
+    pthread_mutex_lock(&q->qp.mutex);
+    while (__atomic_load_n(&q->cm_attaching, __ATOMIC_ACQUIRE))
+        pthread_cond_wait(&q->qp.cond, &q->qp.mutex);
+    pthread_mutex_unlock(&q->qp.mutex);
+}
+
 VB_API void ndv_qp_cm_timeout(struct ibv_qp *qp, uint8_t timeout)
 {
     ((struct vb_qp *)qp)->av.timeout = timeout;

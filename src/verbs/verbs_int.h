@@ -130,6 +130,7 @@ struct vb_qp {
     struct ibv_qp_cap cap;          /* as granted */
     bool sig_all;
     bool cm_connected;              /* the CM made its connection */
+    bool cm_attaching;              /* atomic: the CM is connecting it; posts wait (av.hold is set) */
     uint32_t ird, ord;              /* the connection's read limits */
     struct vb_av_qp av;
     /* Destroyed: the core may still hand over completions it had queued, which polls drop
@@ -170,6 +171,8 @@ int vb_post_local_inv(struct vb_context *c, nd_qp *qp, const struct ibv_send_wr 
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vb_send_wr_check(struct vb_qp *q, const struct ibv_send_wr *wr);
+/* Until the CM has connected the QP (ndv_qp_cm_attaching). */
+void vb_wait_cm_attach(struct vb_qp *q);
 nd_request_type vb_request_type(enum ibv_wr_opcode op);
 uint32_t vb_send_flags(const struct vb_qp *q, unsigned flags);
 int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
