@@ -7,6 +7,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -524,8 +525,9 @@ void nd_qp_fail_locked(struct nd_qp *qp, nd_status status)
 {
     if (qp->failed)
         return;
-    qp->failed = true;
-    qp->state = ND_QPS_ERR;
+    /* Stored atomically: nd_qp_connectable reads them without the lock. */
+    __atomic_store_n(&qp->failed, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&qp->state, ND_QPS_ERR, __ATOMIC_RELEASE);
     qp->error = status;
     qp->fail_iq_mark = qp->iprod.prod;
     nd_log(ND_LOG_INFO, ND_SUB_CORE, "QP %p enters the error state: %s", (void *)qp, nd_strerror(status));
@@ -582,7 +584,7 @@ int nd_qp_modify_state(nd_qp *qp, enum nd_qp_state to)
         flush_receives(qp);
     }
     if (!err)
-        qp->state = to;
+        __atomic_store_n(&qp->state, to, __ATOMIC_RELEASE);     /* nd_qp_connectable reads it unlocked */
     nd_lock_release(&qp->lock);
     return err;
 }
@@ -667,7 +669,7 @@ bool nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, 
     /* ND's flow has no steps of its own: the connection takes it to RTS. A verbs QP moves
      * there by modify, before or after its connection is up. */
     if (qp->state == ND_QPS_INIT && !qp->failed)
-        qp->state = ND_QPS_RTS;
+        __atomic_store_n(&qp->state, ND_QPS_RTS, __ATOMIC_RELEASE);
     nd_lock_release(&qp->lock);
     return true;
 }
@@ -834,6 +836,12 @@ ND_API nd_status nd_qp_close(nd_qp *qp)
         qp->tops->peer_quiesce(qp);
     nd_mem_user_remove(qp->adapter, &qp->mem_user);
     nd_lock_acquire(&qp->lock);
+    /* A transport still setting the connection up finishes first: it may be using it. */
+    while (qp->attaching) {
+        nd_lock_release(&qp->lock);
+        sched_yield();
+        nd_lock_acquire(&qp->lock);
+    }
     if (qp->tops && qp->tops->destroy)
         qp->tops->destroy(qp);
     __atomic_store_n(&qp->tops, NULL, __ATOMIC_RELEASE);

@@ -201,6 +201,10 @@ struct nd_qp {
      * its receives until a send of its own fails or the application moves it to ERR).
      * Under lock. */
     bool keep_receives;
+    /* A transport is connecting it on a library thread (between its attach's first and last
+     * locked steps): nd_qp_close waits for that to end before it destroys the connection.
+     * Under lock. */
+    bool attaching;
 };
 
 bool nd_qp_valid(const struct nd_qp *qp);

@@ -377,6 +377,8 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
         return cm_fail(EINVAL);
     pthread_mutex_lock(&id->lock);
     id->destroying = true;
+    while (id->completing)          /* the CM thread is completing its connection */
+        pthread_cond_wait(&id->cond, &id->lock);
     pthread_mutex_unlock(&id->lock);
     drain_ops(id);
     if (id->conn) {

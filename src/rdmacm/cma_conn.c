@@ -471,6 +471,11 @@ CM_API int rdma_disconnect(struct rdma_cm_id *cid)
 
     if (!cid || !id->conn)
         return cm_fail(EINVAL);
+    /* Right after ESTABLISHED the CM thread may still be completing the connection. */
+    pthread_mutex_lock(&id->lock);
+    while (id->completing)
+        pthread_cond_wait(&id->cond, &id->lock);
+    pthread_mutex_unlock(&id->lock);
     if (cid->qp)
         ndv_qp_cm_state(cid->qp, IBV_QPS_ERR, 0, 0);
     pthread_mutex_lock(&id->lock);
@@ -512,6 +517,8 @@ static void watch_disconnect(struct cm_id *id)
     start(id, CM_OP_NOTIFY, nd_connector_notify_disconnect(id->conn, &id->op[CM_OP_NOTIFY].ov));
 }
 
+static void disconnected(struct cm_id *id);
+
 /* The passive side's: its accept completed. */
 static void established(struct cm_id *id, const void *pdata, uint32_t len)
 {
@@ -532,18 +539,26 @@ static void complete_active(struct cm_id *id, const void *pdata, uint32_t len)
     struct ibv_qp *qp = id->id.qp;
     nd_status st;
 
+    /* Connected as the application sees it from the event on: its rdma_disconnect then
+     * ends the connection rather than finding nothing to end. */
+    pthread_mutex_lock(&id->lock);
+    id->connected = true;
+    id->completing = true;
+    pthread_mutex_unlock(&id->lock);
     ndv_qp_cm_attaching(qp, true);
     cm_queue_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, pdata, len);
     st = nd_connector_complete_connect(id->conn, &id->op[CM_OP_COMPLETE].ov);
     if (st == ND_SUCCESS)
         mark_established(id);
     ndv_qp_cm_attaching(qp, false);
-    if (st == ND_SUCCESS) {
+    if (st == ND_SUCCESS)
         watch_disconnect(id);
-        return;
-    }
-    ndv_qp_cm_state(qp, IBV_QPS_ERR, 0, 0);
-    cm_queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+    else
+        disconnected(id);
+    pthread_mutex_lock(&id->lock);
+    id->completing = false;
+    pthread_cond_broadcast(&id->cond);
+    pthread_mutex_unlock(&id->lock);
 }
 
 /*

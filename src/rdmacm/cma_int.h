@@ -63,6 +63,7 @@ struct cm_id {
     uint32_t events_out;            /* delivered, not acknowledged (lock) */
     uint32_t ops_out;               /* requests with the core (lock) */
     bool bound, connected, disconnected, destroying;
+    bool completing;                /* ESTABLISHED is out, CompleteConnect not done (lock, cond) */
     bool own_cqs;                   /* rdma_create_qp made the CQs */
     int port_hold;                  /* a socket holding the bound port until the core takes it (-1) */
     int ack_timeout;                /* RDMA_OPTION_ID_ACK_TIMEOUT, for the QP (-1: not set) */

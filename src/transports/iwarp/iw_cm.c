@@ -324,8 +324,10 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     if (!c)
         return st;
     nd_lock_acquire(&qp->lock);
-    /* Closed meanwhile (nd_qp_close marks it under this lock): its CQs may be freed. */
+    /* Closed meanwhile (nd_qp_close marks it under this lock): its CQs may be freed. From
+     * here to the end a close waits for us (attaching). */
     st = nd_qp_valid(qp) ? iw_conn_init(c, qp) : ND_CANCELED;
+    qp->attaching = st == ND_SUCCESS;
     nd_lock_release(&qp->lock);
     if (st != ND_SUCCESS) {
         free(c);
@@ -355,6 +357,9 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     if (!nd_qp_set_connected(qp, &iwarp_transport, c)) {
         c->sock = -1;           /* still the connector's: it closes it */
         iw_conn_free(c);
+        nd_lock_acquire(&qp->lock);
+        qp->attaching = false;
+        nd_lock_release(&qp->lock);
         return ND_CANCELED;
     }
     st = iw_engine_add(qp->adapter, c);
@@ -362,6 +367,7 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
         nd_lock_acquire(&qp->lock);
         c->sock = -1;           /* still the connector's: it closes it */
         nd_qp_fail_locked(qp, ND_CANCELED);
+        qp->attaching = false;
         nd_lock_release(&qp->lock);
         return st;     /* the QP owns the connection now; its destroy frees it */
     }
@@ -372,6 +378,7 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     iw_rx_pump(c);      /* anything that arrived with the Reply or the RTR */
     /* Pollers of the QP's CQs move its bytes themselves (busy-poll) and spare the engine. */
     __atomic_store_n(&qp->has_progress, true, __ATOMIC_RELEASE);
+    qp->attaching = false;
     nd_lock_release(&qp->lock);
     nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "QP %p connected (%s, CRC %s, FPDU %u bytes, IRD %u ORD %u)", (void *)qp,
            active ? "active" : "passive", c->crc ? "on" : "off", c->fpdu_max, ird, ord);
