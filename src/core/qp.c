@@ -656,6 +656,11 @@ void nd_qp_link_cm(struct nd_qp *qp, int sock, const struct nd_port_kick *k)
     nd_lock_release(&qp->lock);
 }
 
+void nd_qp_set_rnr_wait(nd_qp *qp, uint64_t ns)
+{
+    __atomic_store_n(&qp->rnr_wait_ns, ns, __ATOMIC_RELAXED);
+}
+
 bool nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn)
 {
     nd_lock_acquire(&qp->lock);
@@ -772,6 +777,7 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
     qp->rq_sge = rq_sge;
     qp->iq_sge = iq_sge;
     qp->inline_size = inline_size;
+    qp->rnr_wait_ns = ND_RNR_WAIT_NS;
     qp->rq_entries = pow2_at_least(rq_depth);
     qp->iq_entries = pow2_at_least(iq_depth);
     qp->cm_sock = -1;

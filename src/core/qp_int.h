@@ -205,6 +205,10 @@ struct nd_qp {
      * locked steps): nd_qp_close waits for that to end before it destroys the connection.
      * Under lock. */
     bool attaching;
+    /* How long a Send of ours (shm) or the peer's (iwarp, where the receiver stalls) waits
+     * for a receive before it fails ND_IO_TIMEOUT; UINT64_MAX: for ever (verbs' rnr_retry 7).
+     * Atomic. */
+    uint64_t rnr_wait_ns;
 };
 
 bool nd_qp_valid(const struct nd_qp *qp);
@@ -245,6 +249,8 @@ nd_status nd_qp_write_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge
                           uint32_t rtoken, uint32_t flags, uint32_t imm);
 /* Send with Invalidate (verbs): the peer invalidates its window @stag as the message arrives. */
 nd_status nd_qp_send_inv(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t stag);
+#define ND_RNR_WAIT_NS (1000ull * 1000000)     /* the default: a second */
+void nd_qp_set_rnr_wait(nd_qp *qp, uint64_t ns);
 /* The protection domain of the memory the QP may use (verbs), before it connects. */
 void nd_qp_set_pd(nd_qp *qp, uint16_t pd);
 /* The domain of the receives' memory: the SRQ's for a QP on one, else the QP's. */

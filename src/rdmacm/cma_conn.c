@@ -369,6 +369,7 @@ CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
      * the device's limits, as in rdma-core (RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH). */
     id->ird = p ? p->responder_resources : RDMA_MAX_RESP_RES;
     id->ord = p ? p->initiator_depth : RDMA_MAX_INIT_DEPTH;
+    ndv_qp_rnr_retry(cid->qp, p ? p->rnr_retry_count : 7);     /* rdma-core's default: 7 */
     cm_op_begin(id, CM_OP_CONNECT);
     st = dial(id, p);
     if (st == ND_CONNECTION_REFUSED) {
@@ -435,6 +436,7 @@ CM_API int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *p)
     /* What the application asks; the core clamps it to the device's limits and the peer's offer. */
     ird = p ? p->responder_resources : id->ird;
     ord = p ? p->initiator_depth : id->ord;
+    ndv_qp_rnr_retry(cid->qp, p ? p->rnr_retry_count : 7);
     id->ird = ird;
     id->ord = ord;
     if (id->gate && !__atomic_exchange_n(&id->accept_counted, true, __ATOMIC_ACQ_REL))

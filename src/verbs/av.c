@@ -23,6 +23,7 @@
 #include "verbs_int.h"
 #include "core/log.h"
 #include "core/qp_int.h"
+#include "ndv.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -474,7 +475,8 @@ void vb_av_rts(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
 
     q->av.timeout = (uint8_t)t;
     q->av.retry_cnt = (uint8_t)(tries - 1);
-    q->av.rnr_retry = (mask & IBV_QP_RNR_RETRY) ? attr->rnr_retry : 7;
+    if (!(mask & IBV_QP_RNR_RETRY))
+        ndv_qp_rnr_retry(&q->qp, 7);    /* ibv_modify_qp set it otherwise */
 
     q->av.retry_ns = t == 0 ? 0 : ns * tries < AV_HOLD_FLOOR_NS ? AV_HOLD_FLOOR_NS : ns * tries;
     pthread_mutex_lock(&vb_ctx(q->qp.context)->av_lock);

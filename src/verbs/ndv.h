@@ -19,6 +19,8 @@ nd_qp *ndv_qp_core(struct ibv_qp *qp);
 void ndv_qp_cm_state(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord);
 /* The CM is connecting the QP (@on) or has finished: meanwhile posts on it wait. */
 void ndv_qp_cm_attaching(struct ibv_qp *qp, bool on);
+/* The QP's RNR retry count (rdma_conn_param's): 7 waits for a receive for ever. */
+void ndv_qp_rnr_retry(struct ibv_qp *qp, uint8_t rnr_retry);
 /* The QP's local ACK timeout as the CM was asked for it (RDMA_OPTION_ID_ACK_TIMEOUT). */
 void ndv_qp_cm_timeout(struct ibv_qp *qp, uint8_t timeout);
 /* Has the peer completed receives of @qp that no poll of its CQ has taken yet? */

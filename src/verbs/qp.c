@@ -167,8 +167,12 @@ VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 
     if (!qp || !attr)
         return EINVAL;
+    if (__atomic_load_n(&q->cm_attaching, __ATOMIC_ACQUIRE))
+        vb_wait_cm_attach(q);       /* the CM is connecting it (ndv_qp_cm_attaching) */
+    if (mask & IBV_QP_RNR_RETRY)
+        ndv_qp_rnr_retry(qp, attr->rnr_retry);
     if (!(mask & IBV_QP_STATE))
-        return 0;                   /* attributes only: nothing the core keeps */
+        return 0;                   /* other attributes only: nothing the core keeps */
     if ((unsigned)attr->qp_state > IBV_QPS_ERR)
         return EINVAL;
     bool av = attr->qp_state == IBV_QPS_RTR && (mask & IBV_QP_AV) && !q->cm_connected;
@@ -196,6 +200,9 @@ VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, s
     (void)mask;
     if (!qp || !attr || !init)
         return EINVAL;
+    /* Right after ESTABLISHED the CM may still be connecting it: the answer is the connected QP's. */
+    if (__atomic_load_n(&q->cm_attaching, __ATOMIC_ACQUIRE))
+        vb_wait_cm_attach(q);
     memset(attr, 0, sizeof(*attr));
     /* The core's: a QP that failed is in ERR whatever its last modify said. rdma-core
      * updates the field from the answer too. */
@@ -441,6 +448,16 @@ void vb_wait_cm_attach(struct vb_qp *q)
     while (__atomic_load_n(&q->cm_attaching, __ATOMIC_ACQUIRE))
         pthread_cond_wait(&q->qp.cond, &q->qp.mutex);
     pthread_mutex_unlock(&q->qp.mutex);
+}
+
+/* rnr_retry 7 retries for ever on InfiniBand: a Send then waits for the peer's receive as
+ * long as it takes. 0 to 6 keep the core's bound. */
+VB_API void ndv_qp_rnr_retry(struct ibv_qp *qp, uint8_t rnr_retry)
+{
+    struct vb_qp *q = (struct vb_qp *)qp;
+
+    q->av.rnr_retry = rnr_retry;
+    nd_qp_set_rnr_wait(q->core, rnr_retry >= 7 ? UINT64_MAX : ND_RNR_WAIT_NS);
 }
 
 VB_API void ndv_qp_cm_timeout(struct ibv_qp *qp, uint8_t timeout)

@@ -175,7 +175,7 @@ static enum hdr_verdict take_receive(struct iw_conn *c)
         iw_engine_kick(c);
     }
     /* An SRQ waits as long as it takes (ND §3.2); a QP's own queue has a bound. */
-    if (c->qp->srq || nd_now_ns() - c->stalled_since < IW_RNR_TIMEOUT_NS)
+    if (c->qp->srq || nd_now_ns() - c->stalled_since < __atomic_load_n(&c->qp->rnr_wait_ns, __ATOMIC_RELAXED))
         return HDR_STALL;
     return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_IO_TIMEOUT);
 }

@@ -19,7 +19,6 @@
 #define IW_RXBUF 65536u
 #define IW_ENGINE_RX_BUDGET 17u      /* the engine reads 16 times, then looks for a poller */
 #define IW_TXLIN 2048u              /* a batch this small is copied into one buffer: one iovec */
-#define IW_RNR_TIMEOUT_NS (1000ull * 1000000)   /* a Send waits this long for a receive (as shm) */
 #define IW_MSS_RECHECK_NS (10ull * 1000000)     /* how often FPDU sizing asks TCP's MSS again */
 /* ND_IWARP_TIMEOUT_MS: how long a peer may leave our bytes unacknowledged (TCP), our
  * Reads and fences unanswered, or an FPDU half sent before the connection ends with

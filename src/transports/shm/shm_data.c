@@ -25,7 +25,6 @@
 
 /* A Send waits this long for a receive: a peer that is only slow to post (descheduled on a
  * loaded machine between Accept and its first receive) must not lose the connection. */
-#define RNR_TIMEOUT_NS (1000ull * 1000000)
 #define LIVENESS_NS (50ull * 1000000)         /* how often a polled QP checks its peer */
 #define MAX_IOV 64
 #define PEER_MAPS 8                           /* the peer's allocations we keep mapped */
@@ -632,10 +631,12 @@ static void retry_held(struct nd_qp *qp, struct shm_conn *c)
 
         if (st == ND_PENDING) {
             /* An empty SRQ must not end the connection (ND §3.2): wait as long as it takes. */
-            if (c->psrq || nd_now_ns() - c->held_since < RNR_TIMEOUT_NS)
+            uint64_t wait = __atomic_load_n(&qp->rnr_wait_ns, __ATOMIC_RELAXED);
+
+            if (c->psrq || nd_now_ns() - c->held_since < wait)
                 break;
             nd_log(ND_LOG_INFO, ND_SUB_SHM, "a Send waited %llu ms for a receive: ND_IO_TIMEOUT",
-                   (unsigned long long)(RNR_TIMEOUT_NS / 1000000));
+                   (unsigned long long)(wait / 1000000));
             st = ND_IO_TIMEOUT;
         }
         struct nd_wr wr = h->wr;
