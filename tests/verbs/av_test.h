@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s (errno %d)\n", __FILE__, __LINE__, #c, errno); exit(1); } } while (0)
@@ -152,6 +153,31 @@ static inline void expect_ok(struct ibv_cq *cq, enum ibv_wc_opcode op, uint64_t 
 static inline void xfer(int fd, void *p, size_t n, bool out)
 {
     CHECK((out ? write(fd, p, n) : read(fd, p, n)) == (ssize_t)n);
+}
+
+/* Runs @pair(to, from, arg) in this process and in a child forked first (the library's
+ * threads are not carried over a fork), joined by two pipes; the child must exit 0. Each
+ * side keeps only the ends it uses: a side that dies is an end of file to the other. */
+static inline void av_fork_pair(void (*pair)(int to, int from, int arg), int arg)
+{
+    int ab[2], ba[2], status;
+    pid_t pid;
+
+    CHECK(pipe(ab) == 0 && pipe(ba) == 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        close(ab[1]);
+        close(ba[0]);
+        pair(ba[1], ab[0], arg);
+        _exit(0);
+    }
+    close(ab[0]);
+    close(ba[1]);
+    pair(ab[1], ba[0], arg);
+    close(ab[1]);
+    close(ba[0]);
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 #endif

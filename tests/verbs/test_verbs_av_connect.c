@@ -29,8 +29,9 @@ static void check_query(struct side *s, const struct endpoint *peer)
 }
 
 /* The pair. @to/@from: pipes to and from the peer. */
-static void pair(int to, int from)
+static void pair(int to, int from, int unused)
 {
+    (void)unused;
     struct side s = { 0 };
     struct endpoint mine, peer;
     char go = 'g';
@@ -139,19 +140,7 @@ static void nobody(bool dial)
 
 int main(void)
 {
-    int ab[2], ba[2], status;
-    pid_t pid;
-
-    /* The peer first: the library's threads are not carried over a fork. */
-    CHECK(pipe(ab) == 0 && pipe(ba) == 0);
-    pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        pair(ba[1], ab[0]);
-        _exit(0);
-    }
-    pair(ab[1], ba[0]);
-    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    av_fork_pair(pair, 0);
     bad_vectors();
     nobody(true);
     nobody(false);

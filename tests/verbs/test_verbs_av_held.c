@@ -126,8 +126,9 @@ static void acceptor(struct side *s, const struct endpoint *peer, int from)
     CHECK(read(from, &go, 1) == 1);     /* the peer saw every completion */
 }
 
-static void pair(int to, int from)
+static void pair(int to, int from, int unused)
 {
+    (void)unused;
     struct side s = { 0 };
     struct endpoint mine, peer;
 
@@ -146,18 +147,7 @@ static void pair(int to, int from)
 
 int main(void)
 {
-    int ab[2], ba[2], status;
-    pid_t pid;
-
-    CHECK(pipe(ab) == 0 && pipe(ba) == 0);
-    pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        pair(ba[1], ab[0]);
-        _exit(0);
-    }
-    pair(ab[1], ba[0]);
-    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    av_fork_pair(pair, 0);
     puts("ok");
     return 0;
 }

@@ -22,8 +22,8 @@ static void to_rts_rnr(struct side *s, const struct endpoint *peer, uint8_t rnr_
     CHECK(ibv_modify_qp(s->qp, &a, RTS_MASK) == 0);
 }
 
-/* One pair; returns the sender's completion status. */
-static void pair(int to, int from, uint8_t rnr_retry)
+/* One side of a pair whose QPs have @rnr_retry. */
+static void pair(int to, int from, int rnr_retry)
 {
     struct side s = { 0 };
     struct endpoint mine, peer;
@@ -34,13 +34,13 @@ static void pair(int to, int from, uint8_t rnr_retry)
     mine = me(&s);
     xfer(to, &mine, sizeof(mine), true);
     xfer(from, &peer, sizeof(peer), false);
-    to_rts_rnr(&s, &peer, rnr_retry);
+    to_rts_rnr(&s, &peer, (uint8_t)rnr_retry);
     if (mine.qpn < peer.qpn) {
         CHECK(post_send(&s, 0) == 0);
         xfer(to, &b, 1, true);
         CHECK(poll_within(s.cq, 30000, &wc) && wc.wr_id == 0);
         if (wc.status != (rnr_retry == 7 ? IBV_WC_SUCCESS : IBV_WC_RNR_RETRY_EXC_ERR)) {
-            fprintf(stderr, "rnr_retry %u: %s\n", rnr_retry, ibv_wc_status_str(wc.status));
+            fprintf(stderr, "rnr_retry %d: %s\n", rnr_retry, ibv_wc_status_str(wc.status));
             exit(1);
         }
         xfer(to, &b, 1, true);
@@ -59,31 +59,10 @@ static void pair(int to, int from, uint8_t rnr_retry)
     side_close(&s);
 }
 
-static void run(uint8_t rnr_retry)
-{
-    int ab[2], ba[2], status;
-    pid_t pid;
-
-    CHECK(pipe(ab) == 0 && pipe(ba) == 0);
-    pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        close(ab[1]);
-        close(ba[0]);
-        pair(ba[1], ab[0], rnr_retry);
-        _exit(0);
-    }
-    /* Only the ends each side uses: a side that dies is an end of file, not a hang. */
-    close(ab[0]);
-    close(ba[1]);
-    pair(ab[1], ba[0], rnr_retry);
-    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-}
-
 int main(void)
 {
-    run(7);
-    run(6);
+    av_fork_pair(pair, 7);
+    av_fork_pair(pair, 6);
     puts("ok");
     return 0;
 }
