@@ -5,7 +5,7 @@
 # netdirect-run: ibv_rc_pingpong (polling with its buffer check, asleep on CQ events, 64 B
 # messages) and perftest without -R. On this host over shm and over iwarp, or (netns)
 # between two network namespaces over iwarp. Both sides must exit 0 and report their
-# figures.
+# figures; ib_atomic_bw (atomics are not offered) must stop with its error, not hang.
 # Usage: test_verbs_av.sh NETDIRECT_RUN [local|netns]   (77 without ibverbs-utils)
 set -u
 . "$(dirname "$0")/foreign_lib.sh"
@@ -36,4 +36,17 @@ for transport in $transports; do
         grep -Eq '^ *65536 +200 ' "$tmp/c" || { cat "$tmp/c"; echo "$transport $prog: no row for 65536 B"; exit 1; }
         echo "$prog (no -R) $transport: ok ($(grep -E '^ *65536 ' "$tmp/c" | tr -s ' \t' ' '))"
     done
+    # Atomics are not offered: the client's first post is refused, and it stops with its
+    # error rather than wait for ever (a held request was once dropped unanswered).
+    port=$((port + 1))
+    pair_timeout=60
+    if (run_pair_once ib_atomic_bw 1 "" "" -- ib_atomic_bw -x $gid -n 100 -p PORT -- \
+            ib_atomic_bw -x $gid -n 100 -p PORT ADDR) > "$tmp/atomic" 2>&1 ||
+       ! grep -q "Couldn't post send" "$tmp/c" || grep -q "rc=124" "$tmp/atomic"; then
+        cat "$tmp/atomic" "$tmp/c"
+        echo "$transport ib_atomic_bw: no clear error"
+        exit 1
+    fi
+    pair_timeout=120
+    echo "ib_atomic_bw (no -R) $transport: fails as it should ($(grep -m1 "Couldn't post send" "$tmp/c"))"
 done
