@@ -155,6 +155,19 @@ static inline void xfer(int fd, void *p, size_t n, bool out)
     CHECK((out ? write(fd, p, n) : read(fd, p, n)) == (ssize_t)n);
 }
 
+/* Opens @s and swaps endpoints with the peer over the pipes: whether this side dials (the
+ * lower QP number), the peer's endpoint in @peer. */
+static inline bool side_open_swap(struct side *s, int to, int from, struct endpoint *peer)
+{
+    struct endpoint mine;
+
+    side_open(s);
+    mine = me(s);
+    xfer(to, &mine, sizeof(mine), true);
+    xfer(from, peer, sizeof(*peer), false);
+    return mine.qpn < peer->qpn;
+}
+
 /* Runs @pair(to, from, arg) in this process and in a child forked first (the library's
  * threads are not carried over a fork), joined by two pipes; the child must exit 0. Each
  * side keeps only the ends it uses: a side that dies is an end of file to the other. */

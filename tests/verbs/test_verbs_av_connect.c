@@ -33,15 +33,11 @@ static void pair(int to, int from, int unused)
 {
     (void)unused;
     struct side s = { 0 };
-    struct endpoint mine, peer;
+    struct endpoint peer;
     char go = 'g';
     struct ibv_wc wc;
 
-    side_open(&s);
-    mine = me(&s);
-    xfer(to, &mine, sizeof(mine), true);
-    xfer(from, &peer, sizeof(peer), false);
-    if (mine.qpn < peer.qpn) {
+    if (side_open_swap(&s, to, from, &peer)) {
         /* The library makes us dial: Sends before the peer is even at RTR. */
         to_rts(&s, &peer, 14, 7);
         for (int i = 0; i < NMSG; i++)

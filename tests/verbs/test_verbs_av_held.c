@@ -128,15 +128,11 @@ static void acceptor(struct side *s, const struct endpoint *peer, int from)
 
 static void pair(int to, int from, int unused)
 {
-    (void)unused;
     struct side s = { 0 };
-    struct endpoint mine, peer;
+    struct endpoint peer;
 
-    side_open(&s);
-    mine = me(&s);
-    xfer(to, &mine, sizeof(mine), true);
-    xfer(from, &peer, sizeof(peer), false);
-    if (mine.qpn < peer.qpn) {
+    (void)unused;
+    if (side_open_swap(&s, to, from, &peer)) {
         to_rts(&s, &peer, 14, 7);
         dialler(&s, to);
     } else {

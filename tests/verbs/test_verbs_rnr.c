@@ -26,16 +26,13 @@ static void to_rts_rnr(struct side *s, const struct endpoint *peer, uint8_t rnr_
 static void pair(int to, int from, int rnr_retry)
 {
     struct side s = { 0 };
-    struct endpoint mine, peer;
+    struct endpoint peer;
     struct ibv_wc wc;
     char b = 'x';
+    bool dials = side_open_swap(&s, to, from, &peer);
 
-    side_open(&s);
-    mine = me(&s);
-    xfer(to, &mine, sizeof(mine), true);
-    xfer(from, &peer, sizeof(peer), false);
     to_rts_rnr(&s, &peer, (uint8_t)rnr_retry);
-    if (mine.qpn < peer.qpn) {
+    if (dials) {
         CHECK(post_send(&s, 0) == 0);
         xfer(to, &b, 1, true);
         CHECK(poll_within(s.cq, 30000, &wc) && wc.wr_id == 0);
