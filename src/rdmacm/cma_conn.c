@@ -15,6 +15,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,10 +71,51 @@ static nd_status new_connector(struct cm_id *id)
     return id->conn ? ND_SUCCESS : nd_adapter_create_connector(ndv_context_adapter(cm_context()), cm_port(), &id->conn);
 }
 
-static bool is_wildcard(const struct sockaddr *sa)
+/* Whether an interface other than loopback is up with an address (IPv6 link-local aside). */
+static bool host_has_network(void)
 {
-    return sa->sa_family == AF_INET6 ? IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr)
-                                     : ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+    struct ifaddrs *ifs, *i;
+    bool found = false;
+
+    if (getifaddrs(&ifs) < 0)
+        return true;
+    for (i = ifs; i && !found; i = i->ifa_next) {
+        if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+            continue;
+        if (i->ifa_addr->sa_family == AF_INET)
+            found = true;
+        else if (i->ifa_addr->sa_family == AF_INET6)
+            found = !IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)i->ifa_addr)->sin6_addr);
+    }
+    freeifaddrs(ifs);
+    return found;
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+        return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24 == 127;
+}
+
+/*
+ * Whether binding @sa puts an id on the device. The kernel's rdma_cm attaches a device at
+ * bind only for an address of the interface an RDMA device is on: a wildcard address
+ * leaves the id without one, and so does loopback unless the device is on lo (kernel rxe
+ * and siw on eth0 both measured so). nd0 is on every interface, lo included only when the
+ * host (or network namespace) has no other: programs rely on the difference, libfabric's
+ * verbs provider above all, which advertises the device's interface addresses to its
+ * peers when its "localhost" probe finds no device, and 127.0.0.1 when it finds one.
+ */
+static bool binds_device(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET6 ? IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr)
+                                  : ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY))
+        return false;
+    return !is_loopback(sa) || !host_has_network();
 }
 
 /*
@@ -124,7 +167,7 @@ CM_API int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
     if (hold_port(id, addr) < 0)
         return -1;
     id->bound = true;
-    if (!is_wildcard(addr))
+    if (binds_device(addr))
         cm_attach_device(id);
     return 0;
 }

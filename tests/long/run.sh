@@ -24,6 +24,7 @@ for tr in shm iwarp; do
     run ND_TRANSPORT=$tr ND_TEST_CONNS=100000 "$build/tests/test_conn_leak"
     run ND_TRANSPORT=$tr "$build/tests/test_kill_points"
 done
+run ND_TEST_MPI_RUNS=20 tests/verbs/test_verbs_openmpi.sh "$build/tools/netdirect-run"
 if [ "$fuzz_seconds" -gt 0 ]; then
     scripts/fuzz.sh "$fuzz_seconds" build-ci/asan/tests/fuzz/fuzz_* || fail=1
 fi

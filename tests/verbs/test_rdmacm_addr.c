@@ -2,9 +2,12 @@
 /*
  * An rdma_cm id's address and device, as rdma-core gives them:
  * - a new id has no device (verbs NULL) and no PD;
- * - bound to the wildcard address it still has none; bound to an address of this host (or
- *   loopback) it is on the device, with the device's default PD in id->pd, so that
- *   ibv_create_qp(id->pd, ...) and rdma_reg_msgs work before rdma_create_qp;
+ * - bound to the wildcard address it still has none, listening too; bound to a loopback
+ *   address neither, unless loopback is all the host (or namespace) has, as with kernel rxe
+ *   or siw on eth0 against rxe or siw on lo (libfabric's verbs provider relies on it); bound
+ *   to another address of this host, or resolved (loopback included), it is on the device,
+ *   with the device's default PD in id->pd, so that ibv_create_qp(id->pd, ...) and
+ *   rdma_reg_msgs work before rdma_create_qp. Run plain and in a namespace with only lo;
  * - port 0 takes a port at the bind (rdma_get_src_port says which), and nothing else can
  *   take it meanwhile;
  * - an address no interface of this host has is EADDRNOTAVAIL;
@@ -14,6 +17,9 @@
 #include "cm_test.h"
 
 #include <rdma/rdma_verbs.h>
+#include <ifaddrs.h>
+#include <stdbool.h>
+#include <net/if.h>
 #include <string.h>
 
 static struct sockaddr_in in4(uint32_t host_order_addr, uint16_t port)
@@ -43,30 +49,102 @@ static void wildcard(void)
     CHECK(rdma_destroy_id(id) == 0);
 }
 
+/* An IPv4 address of this host other than loopback, if it has one (port 0). */
+static bool host_address_of(struct sockaddr_in *out)
+{
+    struct ifaddrs *ifs, *i;
+    bool found = false;
+
+    CHECK(getifaddrs(&ifs) == 0);
+    for (i = ifs; i && !found; i = i->ifa_next)
+        if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && !(i->ifa_flags & IFF_LOOPBACK) &&
+            (i->ifa_flags & IFF_UP)) {
+            memcpy(out, i->ifa_addr, sizeof(*out));
+            out->sin_port = 0;
+            found = true;
+        }
+    freeifaddrs(ifs);
+    return found;
+}
+
+static void check_on_device(struct rdma_cm_id *id);
+
+/* Loopback puts the id on the device only where loopback is all there is. */
 static void loopback(void)
 {
     struct rdma_cm_id *id = new_id(), *other = new_id();
-    struct sockaddr_in a = in4(INADDR_LOOPBACK, 0);
-    struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 2, .max_recv_wr = 2,
-                                                                   .max_send_sge = 1, .max_recv_sge = 1 } };
-    static char buf[64];
-    struct ibv_mr *mr;
+    struct sockaddr_in a = in4(INADDR_LOOPBACK, 0), any;
+    struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+    bool lo_only = !host_address_of(&any);
     uint16_t port;
 
     CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
     port = ntohs(rdma_get_src_port(id));
-    CHECK(port != 0 && id->verbs && id->pd && id->pd->context == id->verbs);
+    CHECK(port != 0);
+    if (lo_only)
+        check_on_device(id);
+    else
+        CHECK(id->verbs == NULL && id->pd == NULL);
+    /* The port is the id's: another bind to it is refused. */
+    a.sin_port = htons(port);
+    CHECK(rdma_bind_addr(other, (struct sockaddr *)&a) == -1 && errno == EADDRINUSE);
+    CHECK(rdma_listen(id, 1) == 0 && ntohs(rdma_get_src_port(id)) == port && !id->verbs == !lo_only);
+    CHECK(rdma_destroy_id(id) == 0 && rdma_destroy_id(other) == 0);
+    /* Any 127/8 address and ::1 alike. */
+    id = new_id();
+    a = in4(0x7f000102u, 0);
+    CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == 0 && !id->verbs == !lo_only);
+    CHECK(rdma_destroy_id(id) == 0);
+    id = new_id();
+    if (rdma_bind_addr(id, (struct sockaddr *)&a6) == 0)
+        CHECK(!id->verbs == !lo_only);
+    CHECK(rdma_destroy_id(id) == 0);
+    printf("loopback: %s\n", lo_only ? "all this namespace has, on the device" : "not on the device");
+}
+
+/* An id on the device: its default PD serves ibv_create_qp and rdma_reg_msgs at once. */
+static void check_on_device(struct rdma_cm_id *id)
+{
+    struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 2, .max_recv_wr = 2,
+                                                                   .max_send_sge = 1, .max_recv_sge = 1 } };
+    static char buf[64];
+    struct ibv_mr *mr;
+
+    CHECK(id->verbs && id->pd && id->pd->context == id->verbs);
     CHECK((mr = rdma_reg_msgs(id, buf, sizeof(buf))) != NULL);
     qa.send_cq = qa.recv_cq = ibv_create_cq(id->verbs, 4, NULL, NULL, 0);
     CHECK(qa.send_cq);
     struct ibv_qp *qp = ibv_create_qp(id->pd, &qa);
     CHECK(qp);
-    /* The port is the id's: another bind to it is refused. */
-    a.sin_port = htons(port);
-    CHECK(rdma_bind_addr(other, (struct sockaddr *)&a) == -1 && errno == EADDRINUSE);
-    CHECK(rdma_listen(id, 1) == 0 && ntohs(rdma_get_src_port(id)) == port);
     CHECK(ibv_destroy_qp(qp) == 0 && ibv_destroy_cq(qa.send_cq) == 0 && rdma_dereg_mr(mr) == 0);
-    CHECK(rdma_destroy_id(id) == 0 && rdma_destroy_id(other) == 0);
+}
+
+/* Bound to an IPv4 address of this host other than loopback (if it has one). */
+static void host_address(void)
+{
+    struct sockaddr_in a;
+
+    if (!host_address_of(&a)) {
+        puts("no IPv4 address but loopback: binding a host address not checked here");
+        return;
+    }
+    struct rdma_cm_id *id = new_id();
+
+    CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+    check_on_device(id);
+    CHECK(rdma_listen(id, 1) == 0 && id->verbs);
+    CHECK(rdma_destroy_id(id) == 0);
+}
+
+/* Resolved towards loopback: on the device (the kernel binds loopback to its first device). */
+static void resolved_loopback(void)
+{
+    struct rdma_cm_id *id = new_id();
+    struct sockaddr_in dst = in4(INADDR_LOOPBACK, 9);
+
+    CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000) == 0);
+    check_on_device(id);
+    CHECK(rdma_destroy_id(id) == 0);
 }
 
 static void not_here(void)
@@ -101,8 +179,9 @@ static void ack_timeout(void)
     struct ibv_qp_attr attr;
     struct ibv_qp_init_attr init;
     uint8_t timeout = 18;
+    struct sockaddr_in dst = in4(INADDR_LOOPBACK, 9);
 
-    CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == 0);
+    CHECK(rdma_resolve_addr(id, (struct sockaddr *)&a, (struct sockaddr *)&dst, 1000) == 0);
     CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, sizeof(timeout)) == 0);
     CHECK(rdma_create_qp(id, NULL, &qa) == 0);
     CHECK(ibv_query_qp(id->qp, &attr, IBV_QP_TIMEOUT, &init) == 0 && attr.timeout == 18);
@@ -117,6 +196,8 @@ int main(void)
 {
     wildcard();
     loopback();
+    host_address();
+    resolved_loopback();
     not_here();
     resolve_keeps_binding();
     ack_timeout();

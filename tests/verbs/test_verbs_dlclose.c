@@ -40,6 +40,8 @@ static void use(void *cm)
     int (*bind_addr)(struct rdma_cm_id *, struct sockaddr *) = sym(cm, "rdma_bind_addr");
     int (*listen_id)(struct rdma_cm_id *, int) = sym(cm, "rdma_listen");
     int (*destroy_id)(struct rdma_cm_id *) = sym(cm, "rdma_destroy_id");
+    struct ibv_context **(*get_devices)(int *) = sym(cm, "rdma_get_devices");
+    void (*free_devices)(struct ibv_context **) = sym(cm, "rdma_free_devices");
     struct rdma_event_channel *(*create_channel)(void) = sym(cm, "rdma_create_event_channel");
     void (*destroy_channel)(struct rdma_event_channel *) = sym(cm, "rdma_destroy_event_channel");
     struct ibv_comp_channel *(*create_comp)(struct ibv_context *) = sym(cm, "ibv_create_comp_channel");
@@ -50,14 +52,17 @@ static void use(void *cm)
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     struct rdma_event_channel *ch = create_channel();
     struct rdma_cm_id *id;
+    struct ibv_context **devs = get_devices(NULL);
 
     CHECK(ch && create_id(ch, &id, NULL, RDMA_PS_TCP) == 0);
-    CHECK(bind_addr(id, (struct sockaddr *)&a) == 0 && listen_id(id, 1) == 0 && id->verbs);
-    struct ibv_comp_channel *cc = create_comp(id->verbs);
-    struct ibv_cq *cq = cc ? create_cq(id->verbs, 4, NULL, cc, 0) : NULL;
+    CHECK(bind_addr(id, (struct sockaddr *)&a) == 0 && listen_id(id, 1) == 0);
+    CHECK(devs && devs[0]);
+    struct ibv_comp_channel *cc = create_comp(devs[0]);
+    struct ibv_cq *cq = cc ? create_cq(devs[0], 4, NULL, cc, 0) : NULL;
     CHECK(cq && ibv_req_notify_cq(cq, 0) == 0);
     CHECK(destroy_cq(cq) == 0 && destroy_comp(cc) == 0);
     CHECK(destroy_id(id) == 0);
+    free_devices(devs);
     destroy_channel(ch);
 }
 

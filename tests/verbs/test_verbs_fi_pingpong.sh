@@ -3,11 +3,19 @@
 # Debian's libfabric fabtest fi_pingpong, unmodified, under netdirect-run over the verbs
 # provider with ofi_rxm on top (FI_EP_RDM: rxm's eager and rendezvous protocols over RC
 # connections the verbs provider makes with rdma_cm; with and without rxm's shared receive
-# queue), server and client as two processes on this host over shm and over iwarp. (netns
-# mode exists but fails: libfabric binds its passive endpoint to "localhost" when given no
-# address, docs/verbs.md.) Both must exit 0 and the client must report every size up to 1 MiB.
+# queue), server and client as two processes on this host over shm and over iwarp, or in two
+# network namespaces over iwarp. Given no address, libfabric probes "localhost" and, finding
+# no device there, advertises the device's interface addresses (as with kernel rxe or siw);
+# so locally (as root) the pair runs in a network namespace of its own, where that address is
+# 198.51.100.1 on a veth pair, and its traffic stays in the namespace. Both must exit 0 and
+# the client must report every size up to 1 MiB.
 # Usage: test_verbs_fi_pingpong.sh NETDIRECT_RUN [local|netns]   (77 without libfabric-bin)
 set -u
+if [ "${2:-local}" = local ] && [ -z "${ND_TEST_ALONE:-}" ] && [ "$(id -u)" = 0 ]; then
+    ND_TEST_ALONE=1 "$(dirname "$0")/../alone_run.sh" --address "$0" "$@"
+    rc=$?
+    [ $rc = 77 ] || exit $rc
+fi
 . "$(dirname "$0")/foreign_lib.sh"
 nd_run=$1
 command -v fi_pingpong > /dev/null || { echo "libfabric-bin not installed"; exit 77; }

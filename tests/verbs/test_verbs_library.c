@@ -125,13 +125,13 @@ static void check_not_offered(struct ibv_context *ctx)
 /* An SRQ made through the CM, in the id's default PD, which the id's QP then receives from. */
 static void check_cm_srq(void)
 {
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(9), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
     struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 2, .max_send_sge = 1 } };
     struct rdma_cm_id *id;
 
     CHECK(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0);
-    CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == 0 && id->verbs);
+    CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 1000) == 0 && id->verbs);
     CHECK(rdma_create_srq(id, NULL, &sa) == 0 && id->srq && id->pd && id->srq->pd == id->pd);
     CHECK(rdma_create_qp(id, NULL, &qa) == 0 && id->qp->srq == id->srq);
     rdma_destroy_qp(id);
