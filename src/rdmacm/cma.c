@@ -403,6 +403,8 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
     while (id->events_out)
         pthread_cond_wait(&id->cond, &id->lock);
     pthread_mutex_unlock(&id->lock);
+    if (id->ext_qp)
+        ndv_qp_release(id->ext_qp);
     if (id->own_channel)
         rdma_destroy_event_channel(&id->own_channel->ch);
     pthread_cond_destroy(&id->cond);

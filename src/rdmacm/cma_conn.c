@@ -386,7 +386,7 @@ static nd_status dial(struct cm_id *id, const struct rdma_conn_param *p)
     struct rdma_cm_id *cid = &id->id;
 
     for (;;) {
-        nd_status st = nd_connector_connect(id->conn, ndv_qp_core(cid->qp), &cid->route.addr.dst_addr,
+        nd_status st = nd_connector_connect(id->conn, ndv_qp_core(cm_conn_qp(id)), &cid->route.addr.dst_addr,
                                             sa_len(&cid->route.addr.dst_addr), id->ird, id->ord,
                                             p ? p->private_data : NULL, p ? p->private_data_len : 0,
                                             &id->op[CM_OP_CONNECT].ov);
@@ -399,6 +399,34 @@ static nd_status dial(struct cm_id *id, const struct rdma_conn_param *p)
     }
 }
 
+/*
+ * An application-managed QP: with no QP of the CM's, rdma_conn_param's qp_num names one of
+ * the application's (as the kernel's iWARP CM takes it), held for the id. One in RESET is
+ * moved to INIT for the connection, as the CM does its own; the application moves it on
+ * as it likes (rdma_init_qp_attr).
+ */
+static int bind_ext_qp(struct cm_id *id, const struct rdma_conn_param *p)
+{
+    if (id->id.qp)
+        return 0;
+    if (!p || !p->qp_num || !id->id.verbs)
+        return cm_fail(EINVAL);     /* resolve first; an iWARP-style connection needs its QP */
+    if (id->ext_qp && id->ext_qp->qp_num == p->qp_num)
+        return 0;
+    struct ibv_qp *qp = ndv_qp_find(id->id.verbs, p->qp_num);
+
+    if (!qp)
+        return cm_fail(EINVAL);
+    if (qp->qp_type != IBV_QPT_RC || id->ext_qp) {
+        ndv_qp_release(qp);
+        return cm_fail(EINVAL);
+    }
+    if (qp->state == IBV_QPS_RESET)
+        ndv_qp_cm_state_held(qp, IBV_QPS_INIT, 0, 0);
+    id->ext_qp = qp;
+    return 0;
+}
+
 CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
 {
     struct cm_id *id = (struct cm_id *)cid;
@@ -406,13 +434,13 @@ CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
     nd_status st;
     int rc;
 
-    if (!cid || !id->conn || !cid->qp)
-        return cm_fail(EINVAL);     /* resolve first; an iWARP-style connection needs its QP */
+    if (!cid || !id->conn || bind_ext_qp(id, p) < 0)
+        return -1;
     /* The core clamps both to the device's limits (max_qp_rd_atom). No parameters ask for
      * the device's limits, as in rdma-core (RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH). */
     id->ird = p ? p->responder_resources : RDMA_MAX_RESP_RES;
     id->ord = p ? p->initiator_depth : RDMA_MAX_INIT_DEPTH;
-    ndv_qp_rnr_retry(cid->qp, p ? p->rnr_retry_count : 7);     /* rdma-core's default: 7 */
+    ndv_qp_rnr_retry(cm_conn_qp(id), p ? p->rnr_retry_count : 7);     /* rdma-core's default: 7 */
     cm_op_begin(id, CM_OP_CONNECT);
     st = dial(id, p);
     if (st == ND_CONNECTION_REFUSED) {
@@ -431,7 +459,8 @@ CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
         return -1;
     int status = ev->status;
     rdma_ack_cm_event(ev);
-    return rc == RDMA_CM_EVENT_ESTABLISHED ? 0 : cm_fail(status ? -status : ECONNREFUSED);
+    return rc == RDMA_CM_EVENT_ESTABLISHED || rc == RDMA_CM_EVENT_CONNECT_RESPONSE ? 0
+                                                                                   : cm_fail(status ? -status : ECONNREFUSED);
 }
 
 static void requests_in(void *ctx);
@@ -474,19 +503,21 @@ CM_API int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *p)
     uint32_t ird, ord;
     int rc;
 
-    if (!cid || !id->conn || !cid->qp)
+    if (!cid || !id->conn)
         return cm_fail(EINVAL);
+    if (bind_ext_qp(id, p) < 0)
+        return -1;
     /* What the application asks; the core clamps it to the device's limits and the peer's offer. */
     ird = p ? p->responder_resources : id->ird;
     ord = p ? p->initiator_depth : id->ord;
-    ndv_qp_rnr_retry(cid->qp, p ? p->rnr_retry_count : 7);
+    ndv_qp_rnr_retry(cm_conn_qp(id), p ? p->rnr_retry_count : 7);
     id->ird = ird;
     id->ord = ord;
     if (id->gate && !__atomic_exchange_n(&id->accept_counted, true, __ATOMIC_ACQ_REL))
         cm_gate_accept_begin(id->gate);
     cm_op_begin(id, CM_OP_ACCEPT);
     rc = start(id, CM_OP_ACCEPT,
-               nd_connector_accept(id->conn, ndv_qp_core(cid->qp), ird, ord, p ? p->private_data : NULL,
+               nd_connector_accept(id->conn, ndv_qp_core(cm_conn_qp(id)), ird, ord, p ? p->private_data : NULL,
                                    p ? p->private_data_len : 0, &id->op[CM_OP_ACCEPT].ov));
     if (rc < 0)
         cm_accept_over(id);
@@ -523,6 +554,8 @@ CM_API int rdma_disconnect(struct rdma_cm_id *cid)
     pthread_mutex_unlock(&id->lock);
     if (cid->qp)
         ndv_qp_cm_state(cid->qp, IBV_QPS_ERR, 0, 0);
+    else if (id->ext_qp)
+        ndv_qp_cm_state_held(id->ext_qp, IBV_QPS_ERR, 0, 0);
     pthread_mutex_lock(&id->lock);
     bool busy = id->op[CM_OP_DISCONNECT].pending || !id->connected;
     pthread_mutex_unlock(&id->lock);
@@ -530,6 +563,26 @@ CM_API int rdma_disconnect(struct rdma_cm_id *cid)
         return 0;                   /* under way, or nothing to end */
     cm_op_begin(id, CM_OP_DISCONNECT);
     return start(id, CM_OP_DISCONNECT, nd_connector_disconnect(id->conn, &id->op[CM_OP_DISCONNECT].ov));
+}
+
+static void complete_active(struct cm_id *id, bool queue_established, const void *pdata, uint32_t len);
+
+/* The active side of an application-managed QP, after CONNECT_RESPONSE: the RTU goes. */
+CM_API int rdma_establish(struct rdma_cm_id *cid)
+{
+    struct cm_id *id = (struct cm_id *)cid;
+    bool awaiting;
+
+    if (!cid || cid->qp)
+        return cm_fail(EINVAL);
+    pthread_mutex_lock(&id->lock);
+    awaiting = id->awaiting_establish;
+    id->awaiting_establish = false;
+    pthread_mutex_unlock(&id->lock);
+    if (!awaiting)
+        return cm_fail(EINVAL);
+    complete_active(id, false, NULL, 0);
+    return 0;
 }
 
 /* The accept of a listener's request is over (established, failed, or its id destroyed):
@@ -552,6 +605,8 @@ static void mark_established(struct cm_id *id)
     pthread_mutex_unlock(&id->lock);
     if (id->id.qp)
         ndv_qp_cm_state(id->id.qp, IBV_QPS_RTS, id->ird, id->ord);
+    else if (id->ext_qp)
+        ndv_qp_cm_state_held(id->ext_qp, IBV_QPS_RTS, id->ird, id->ord);
     uint32_t alen = sizeof(id->id.route.addr.dst_storage);
     nd_connector_get_peer_address(id->conn, &id->id.route.addr.dst_addr, &alen);
 }
@@ -579,9 +634,9 @@ static void established(struct cm_id *id, const void *pdata, uint32_t len)
  * post on it waits (ndv_qp_cm_attaching), for the few microseconds CompleteConnect takes.
  * It never pends; if it fails, DISCONNECTED follows the ESTABLISHED.
  */
-static void complete_active(struct cm_id *id, const void *pdata, uint32_t len)
+static void complete_active(struct cm_id *id, bool queue_established, const void *pdata, uint32_t len)
 {
-    struct ibv_qp *qp = id->id.qp;
+    struct ibv_qp *qp = cm_conn_qp(id);
     nd_status st;
 
     /* Connected as the application sees it from the event on: its rdma_disconnect then
@@ -591,7 +646,8 @@ static void complete_active(struct cm_id *id, const void *pdata, uint32_t len)
     id->completing = true;
     pthread_mutex_unlock(&id->lock);
     ndv_qp_cm_attaching(qp, true);
-    cm_queue_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, pdata, len);
+    if (queue_established)
+        cm_queue_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, pdata, len);
     st = nd_connector_complete_connect(id->conn, &id->op[CM_OP_COMPLETE].ov);
     if (st == ND_SUCCESS)
         mark_established(id);
@@ -706,6 +762,8 @@ static void disconnected(struct cm_id *id)
         return;
     if (id->id.qp)
         ndv_qp_cm_state(id->id.qp, IBV_QPS_ERR, 0, 0);
+    else if (id->ext_qp)
+        ndv_qp_cm_state_held(id->ext_qp, IBV_QPS_ERR, 0, 0);
     if (!defer_disconnect(id))
         cm_queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 }
@@ -719,7 +777,16 @@ static void connect_done(struct cm_id *id, nd_status st)
         /* The peer's reply is in: its private data is the ESTABLISHED event's. */
         if (nd_connector_get_private_data(id->conn, pdata, &len) != ND_SUCCESS)
             len = 0;
-        complete_active(id, pdata, len);
+        if (!id->id.qp && !cm_iwarp(id)) {
+            /* An application-managed QP on an InfiniBand-style device: the application
+             * moves its QP on, then rdma_establish sends the RTU (rdma-core's order). */
+            pthread_mutex_lock(&id->lock);
+            id->awaiting_establish = true;
+            pthread_mutex_unlock(&id->lock);
+            cm_queue_event(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, pdata, len);
+            return;
+        }
+        complete_active(id, true, pdata, len);
         return;
     }
     if (st == ND_CONNECTION_REFUSED) {

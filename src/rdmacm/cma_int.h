@@ -65,6 +65,10 @@ struct cm_id {
     bool bound, connected, disconnected, destroying;
     bool completing;                /* ESTABLISHED is out, CompleteConnect not done (lock, cond) */
     bool own_cqs;                   /* rdma_create_qp made the CQs */
+    /* An application-managed QP (rdma_conn_param's qp_num, id.qp NULL), held from
+     * rdma_connect or rdma_accept until rdma_destroy_id (ndv_qp_find). */
+    struct ibv_qp *ext_qp;
+    bool awaiting_establish;        /* CONNECT_RESPONSE is out: rdma_establish completes (lock) */
     int port_hold;                  /* a socket holding the bound port until the core takes it (-1) */
     int ack_timeout;                /* RDMA_OPTION_ID_ACK_TIMEOUT, for the QP (-1: not set) */
     uint32_t ird, ord;
@@ -73,6 +77,18 @@ struct cm_id {
     struct ibv_pd *ep_pd;
     bool ep_has_qp;
 };
+
+/* The QP the id's connection carries: rdma_create_qp's, or the application's own. */
+static inline struct ibv_qp *cm_conn_qp(const struct cm_id *id)
+{
+    return id->id.qp ? id->id.qp : id->ext_qp;
+}
+
+/* An iWARP device (the iwarp personality): the CM connects every QP itself, as iw_cm does. */
+static inline bool cm_iwarp(const struct cm_id *id)
+{
+    return id->id.verbs && id->id.verbs->device->transport_type == IBV_TRANSPORT_IWARP;
+}
 
 /* cma.c */
 int cm_errno(nd_status st);

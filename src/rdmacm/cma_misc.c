@@ -271,20 +271,46 @@ CM_API int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
     return id ? 0 : cm_fail(EINVAL);
 }
 
-/* Application-managed QPs (rdma_connect without rdma_create_qp, then these) are not served:
- * the QP must be the CM's. */
+/*
+ * The attributes that move an application-managed QP to @attr->qp_state for the id's
+ * connection. The connection itself is the CM's (the QP is bound to it by number at
+ * rdma_connect or rdma_accept), so no address vector is given, on either personality:
+ * as the kernel's iWARP CM answers (access rights; RTR and RTS need nothing else), plus
+ * the IB CM's other fields where they mean something here. With an address vector the
+ * verbs layer would dial a second connection of its own.
+ */
 CM_API int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask)
 {
-    (void)id;
-    (void)attr;
-    (void)mask;
-    return cm_fail(EOPNOTSUPP);
-}
+    struct cm_id *c = (struct cm_id *)id;
 
-CM_API int rdma_establish(struct rdma_cm_id *id)
-{
-    (void)id;
-    return cm_fail(EOPNOTSUPP);
+    if (!id || !attr || !mask || !id->verbs)
+        return cm_fail(EINVAL);
+    enum ibv_qp_state want = attr->qp_state;
+
+    memset(attr, 0, sizeof(*attr));
+    attr->qp_state = want;
+    switch (want) {
+    case IBV_QPS_INIT:
+        attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+        attr->port_num = id->port_num ? id->port_num : 1;
+        *mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+        return 0;
+    case IBV_QPS_RTR:
+        attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+        attr->max_dest_rd_atomic = (uint8_t)c->ird;
+        attr->min_rnr_timer = 12;
+        *mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        return 0;
+    case IBV_QPS_RTS:
+        attr->timeout = c->ack_timeout >= 0 ? (uint8_t)c->ack_timeout : 14;
+        attr->retry_cnt = 7;
+        attr->rnr_retry = 7;
+        attr->max_rd_atomic = (uint8_t)c->ord;
+        *mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+        return 0;
+    default:
+        return cm_fail(EINVAL);
+    }
 }
 
 CM_API int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)

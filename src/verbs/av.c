@@ -652,6 +652,25 @@ void vb_av_detach(struct vb_qp *q)
     pthread_mutex_unlock(&c->av_lock);
 }
 
+/*
+ * The QP numbered @qpn of context @c, held for the CM (ndv_qp_find): an application-managed
+ * QP named by rdma_conn_param's qp_num. The slot is read under av_lock, which
+ * ibv_destroy_qp's vb_av_detach takes too, so a QP found is not yet destroyed.
+ */
+struct vb_qp *vb_av_find(struct vb_context *c, uint32_t qpn)
+{
+    struct vb_qp *q = NULL;
+
+    pthread_mutex_lock(&c->av_lock);
+    for (uint32_t i = 0; i < c->av_nlisteners && !q; i++)
+        if (c->av_listeners[i]->port == qpn >> 8 && (qpn & 0xff) < VB_AV_SLOTS)
+            q = c->av_listeners[i]->slot[qpn & 0xff];
+    if (q)
+        __atomic_add_fetch(&q->grave_refs, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_unlock(&c->av_lock);
+    return q;
+}
+
 /* ibv_close_device, after the event thread stopped: every QP is gone. */
 void vb_av_close(struct vb_context *c)
 {

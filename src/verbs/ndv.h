@@ -23,6 +23,12 @@ void ndv_qp_cm_attaching(struct ibv_qp *qp, bool on);
 void ndv_qp_rnr_retry(struct ibv_qp *qp, uint8_t rnr_retry);
 /* The QP's local ACK timeout as the CM was asked for it (RDMA_OPTION_ID_ACK_TIMEOUT). */
 void ndv_qp_cm_timeout(struct ibv_qp *qp, uint8_t timeout);
+/* The QP numbered @qpn (an application-managed QP, rdma_conn_param's qp_num), held so that
+ * its memory stays until ndv_qp_release even if the application destroys it; NULL if none. */
+struct ibv_qp *ndv_qp_find(struct ibv_context *ctx, uint32_t qpn);
+void ndv_qp_release(struct ibv_qp *qp);
+/* ndv_qp_cm_state for a held QP: nothing once the application has begun to destroy it. */
+void ndv_qp_cm_state_held(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord);
 /* Has the peer completed receives of @qp that no poll of its CQ has taken yet? */
 bool ndv_qp_receives_pending(struct ibv_qp *qp);
 /* A knob of the one table (core/env.c), as nd_env reads it for libibverbs' core. */

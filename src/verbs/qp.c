@@ -110,6 +110,8 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
     q->qp.recv_cq = attr->recv_cq;
     q->qp.srq = attr->srq;
     q->av.held_tail = &q->av.held;
+    pthread_mutex_init(&q->qp.mutex, NULL);
+    pthread_cond_init(&q->qp.cond, NULL);
     /* A number that says where the QP can be dialled (av.c); a counter, below every such
      * number, when no listener can be had. */
     q->qp.qp_num = vb_av_attach(c, q);
@@ -117,8 +119,6 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         q->qp.qp_num = __atomic_fetch_add(&next_qp_num, 1, __ATOMIC_RELAXED);
     q->qp.state = IBV_QPS_RESET;
     q->qp.qp_type = IBV_QPT_RC;
-    pthread_mutex_init(&q->qp.mutex, NULL);
-    pthread_cond_init(&q->qp.cond, NULL);
     q->sig_all = attr->sq_sig_all != 0;
     q->cap = cap;
     attr->cap = cap;                /* what was granted */
@@ -133,11 +133,17 @@ VB_API int ibv_destroy_qp(struct ibv_qp *qp)
     if (!qp)
         return EINVAL;
     vb_av_detach(q);
+    /* From here the CM leaves a QP it holds alone (ndv_qp_cm_state, under the same lock). */
+    pthread_mutex_lock(&qp->mutex);
+    q->closing = true;
+    pthread_mutex_unlock(&qp->mutex);
     st = nd_qp_close(q->core);
     if (st != ND_SUCCESS)
         return vb_errno(st);
+    /* The CQs' references join any the CM holds (ndv_qp_find) before the QP is dead: a
+     * release that finds the count at 0 then knows it is the last. */
+    __atomic_add_fetch(&q->grave_refs, qp->send_cq == qp->recv_cq ? 1 : 2, __ATOMIC_ACQ_REL);
     __atomic_store_n(&q->dead, true, __ATOMIC_RELEASE);
-    q->grave_refs = qp->send_cq == qp->recv_cq ? 1 : 2;
     vb_cq_bury(qp->send_cq, q, 0);
     if (qp->recv_cq != qp->send_cq)
         vb_cq_bury(qp->recv_cq, q, 1);
@@ -463,6 +469,32 @@ VB_API void ndv_qp_rnr_retry(struct ibv_qp *qp, uint8_t rnr_retry)
 VB_API void ndv_qp_cm_timeout(struct ibv_qp *qp, uint8_t timeout)
 {
     ((struct vb_qp *)qp)->av.timeout = timeout;
+}
+
+/* An application-managed QP, held until ndv_qp_release: its memory outlives an
+ * ibv_destroy_qp meanwhile (as the kernel's iWARP CM holds a QP it connects). */
+VB_API struct ibv_qp *ndv_qp_find(struct ibv_context *ctx, uint32_t qpn)
+{
+    struct vb_qp *q = ctx ? vb_av_find(vb_ctx(ctx), qpn) : NULL;
+
+    return q ? &q->qp : NULL;
+}
+
+VB_API void ndv_qp_release(struct ibv_qp *qp)
+{
+    struct vb_qp *q = (struct vb_qp *)qp;
+
+    if (__atomic_sub_fetch(&q->grave_refs, 1, __ATOMIC_ACQ_REL) == 0 && __atomic_load_n(&q->dead, __ATOMIC_ACQUIRE))
+        vb_qp_free(q);
+}
+
+/* Moves a QP the CM holds only while the application has not begun to destroy it. */
+VB_API void ndv_qp_cm_state_held(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord)
+{
+    pthread_mutex_lock(&qp->mutex);
+    if (!((struct vb_qp *)qp)->closing)
+        ndv_qp_cm_state(qp, state, ird, ord);
+    pthread_mutex_unlock(&qp->mutex);
 }
 
 VB_API void ndv_qp_cm_state(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord)

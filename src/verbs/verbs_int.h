@@ -137,7 +137,8 @@ struct vb_qp {
      * (rdma-core's providers clean them out of the CQ). The QP is freed with the last of
      * its CQs (grave_refs of them), so a poll never reads freed memory. */
     bool dead;                      /* atomic */
-    uint32_t grave_refs;
+    bool closing;                   /* ibv_destroy_qp has begun (qp.mutex) */
+    uint32_t grave_refs;            /* atomic: the CQs', and a CM's hold (ndv_qp_find) */
     struct vb_qp *grave_next[2];    /* in the send CQ's and the receive CQ's lists */
 };
 
@@ -197,6 +198,7 @@ void vb_event_thread_kick(struct vb_context *c);
 /* av.c: QPs connected by the application's own exchange. */
 extern const char vb_av_tag;
 uint32_t vb_av_attach(struct vb_context *c, struct vb_qp *q);
+struct vb_qp *vb_av_find(struct vb_context *c, uint32_t qpn);
 void vb_av_detach(struct vb_qp *q);
 /* Is the address vector of an RTR step one av.c can connect (0, or EINVAL)? */
 int vb_av_check(const struct vb_qp *q, const struct ibv_qp_attr *attr, int mask);
