@@ -93,6 +93,10 @@ enum nd_wc_status {
 /* The neutral cause of a result with @st for a request of @type; @local: the transport
  * found the requester's own memory at fault (ND_WC_LOC_PROT). */
 enum nd_wc_status nd_wc_status_of(nd_status st, nd_request_type type, bool local);
+/* The errno a status means, the one table the errno front ends (verbs, rdma_cm) share;
+ * 0 for ND_SUCCESS and ND_PENDING. A call that means something else by a status (a full
+ * send queue, immediate data a peer cannot take) says so where it is made. */
+int nd_status_errno(nd_status st);
 
 /*
  * A completion as a front end other than ND's reads it (verbs): nd_result's layout, written

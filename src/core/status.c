@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core.h"
 
+#include <errno.h>
+
 #define NAME(code) { code, #code }
 
 static const struct {
@@ -38,6 +40,27 @@ ND_API const char *nd_strerror(nd_status status)
 ND_API const char *nd_version_string(void)
 {
     return ND_VERSION_STRING;
+}
+
+int nd_status_errno(nd_status st)
+{
+    switch (st) {
+    case ND_SUCCESS: case ND_PENDING: return 0;
+    case ND_NO_MEMORY: case ND_INSUFFICIENT_RESOURCES: case ND_NO_MORE_ENTRIES: return ENOMEM;
+    case ND_ACCESS_VIOLATION: return EFAULT;
+    case ND_DEVICE_BUSY: return EBUSY;
+    case ND_NOT_SUPPORTED: return EOPNOTSUPP;
+    case ND_CONNECTION_REFUSED: return ECONNREFUSED;
+    case ND_IO_TIMEOUT: return ETIMEDOUT;
+    case ND_NETWORK_UNREACHABLE: return ENETUNREACH;
+    case ND_HOST_UNREACHABLE: return EHOSTUNREACH;
+    case ND_INVALID_ADDRESS: return EADDRNOTAVAIL;
+    case ND_SHARING_VIOLATION: case STATUS_ADDRESS_ALREADY_ASSOCIATED: return EADDRINUSE;
+    case ND_CONNECTION_ACTIVE: return EISCONN;
+    case ND_CONNECTION_ABORTED: return ECONNABORTED;
+    case ND_CANCELED: return ECANCELED;
+    default: return EINVAL;
+    }
 }
 
 enum nd_wc_status nd_wc_status_of(nd_status st, nd_request_type type, bool local)

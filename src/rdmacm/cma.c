@@ -33,25 +33,6 @@ int cm_fail(int err)
     return -1;
 }
 
-int cm_errno(nd_status st)
-{
-    switch (st) {
-    case ND_SUCCESS: case ND_PENDING: return 0;
-    case ND_NO_MEMORY: case ND_INSUFFICIENT_RESOURCES: return ENOMEM;
-    case ND_CONNECTION_REFUSED: return ECONNREFUSED;
-    case ND_IO_TIMEOUT: return ETIMEDOUT;
-    case ND_NETWORK_UNREACHABLE: return ENETUNREACH;
-    case ND_HOST_UNREACHABLE: return EHOSTUNREACH;
-    case ND_INVALID_ADDRESS: return EADDRNOTAVAIL;
-    case ND_SHARING_VIOLATION: case STATUS_ADDRESS_ALREADY_ASSOCIATED: return EADDRINUSE;
-    case ND_CONNECTION_ACTIVE: return EISCONN;
-    case ND_CONNECTION_ABORTED: return ECONNABORTED;
-    case ND_CANCELED: return ECANCELED;
-    case ND_INVALID_BUFFER_SIZE: return EINVAL;
-    default: return EINVAL;
-    }
-}
-
 static void *cm_main(void *arg)
 {
     (void)arg;
@@ -84,7 +65,6 @@ static void *cm_main(void *arg)
 static void cm_init(void)
 {
     struct ibv_device **list = ibv_get_device_list(NULL);
-    pthread_attr_t attr;
 
     if (list && list[0])
         the_context = ibv_open_device(list[0]);
@@ -95,14 +75,12 @@ static void cm_init(void)
         the_port = NULL;
         return;
     }
-    /* Detached: it waits on the port for the life of the process. */
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&cm_thread, &attr, cm_main, NULL) != 0)
+    /* Detached: it waits on the port for the life of the process. Started as every library
+     * thread is, with every signal blocked: the application's handlers run on its own. */
+    if (ndv_thread_start(&cm_thread, cm_main, NULL, "nd-rdmacm") != 0)
         the_port = NULL;
     else
-        pthread_setname_np(cm_thread, "nd-rdmacm");
-    pthread_attr_destroy(&attr);
+        pthread_detach(cm_thread);
 }
 
 bool cm_on_thread(void)

@@ -63,7 +63,7 @@ static int start(struct cm_id *id, enum cm_op_kind kind, nd_status st)
         return 0;
     }
     cm_op_done(id);
-    return cm_fail(cm_errno(st));
+    return cm_fail(ndv_status_errno(st));
 }
 
 static nd_status new_connector(struct cm_id *id)
@@ -215,7 +215,7 @@ CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struc
     if (st == ND_SUCCESS)
         st = nd_connector_bind(id->conn, (struct sockaddr *)&from, sa_len((struct sockaddr *)&from));
     if (st != ND_SUCCESS) {
-        cm_queue_event(id, RDMA_CM_EVENT_ADDR_ERROR, -cm_errno(st), NULL, 0);
+        cm_queue_event(id, RDMA_CM_EVENT_ADDR_ERROR, -ndv_status_errno(st), NULL, 0);
     } else {
         uint32_t len = sizeof(cid->route.addr.src_storage);
 
@@ -489,7 +489,7 @@ CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
         if (id->gate)
             cm_gate_close(id->gate);
         id->gate = NULL;
-        return cm_fail(cm_errno(st));
+        return cm_fail(ndv_status_errno(st));
     }
     uint32_t len = sizeof(cid->route.addr.src_storage);
     nd_listener_get_local_address(id->listener, &cid->route.addr.src_addr, &len);
@@ -538,7 +538,7 @@ CM_API int rdma_reject(struct rdma_cm_id *cid, const void *pdata, uint8_t len)
     if (!cid || !id->conn)
         return cm_fail(EINVAL);
     st = nd_connector_reject(id->conn, pdata, len);
-    return st == ND_SUCCESS ? 0 : cm_fail(cm_errno(st));
+    return st == ND_SUCCESS ? 0 : cm_fail(ndv_status_errno(st));
 }
 
 CM_API int rdma_disconnect(struct rdma_cm_id *cid)
@@ -794,9 +794,9 @@ static void connect_done(struct cm_id *id, nd_status st)
             len = 0;
         cm_queue_event(id, RDMA_CM_EVENT_REJECTED, -ECONNREFUSED, pdata, len);
     } else if (st == ND_IO_TIMEOUT || st == ND_NETWORK_UNREACHABLE || st == ND_HOST_UNREACHABLE) {
-        cm_queue_event(id, RDMA_CM_EVENT_UNREACHABLE, -cm_errno(st), NULL, 0);
+        cm_queue_event(id, RDMA_CM_EVENT_UNREACHABLE, -ndv_status_errno(st), NULL, 0);
     } else if (st != ND_CANCELED) {
-        cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -cm_errno(st), NULL, 0);
+        cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ndv_status_errno(st), NULL, 0);
     }
 }
 
@@ -853,7 +853,7 @@ void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st)
         if (st == ND_SUCCESS)
             established(id, NULL, 0);
         else if (st != ND_CANCELED)
-            cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -cm_errno(st), NULL, 0);
+            cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ndv_status_errno(st), NULL, 0);
         cm_accept_over(id);
         break;
     case CM_OP_NOTIFY:

@@ -91,7 +91,6 @@ static inline bool cm_iwarp(const struct cm_id *id)
 }
 
 /* cma.c */
-int cm_errno(nd_status st);
 int cm_fail(int err);               /* errno = err; return -1 */
 nd_port *cm_port(void);             /* the CM port; the CM thread is started with it */
 struct ibv_context *cm_context(void);   /* the one device's context, opened once */

@@ -391,7 +391,7 @@ static int start_dial(struct vb_context *c, struct vb_qp *q, const struct sockad
                                   q->av.ord, &h, sizeof(h), &k->ov);
     if (!link_started(k, st)) {
         link_free(k);
-        return vb_errno(st);
+        return nd_status_errno(st);
     }
     q->av.link = k;
     return 0;

@@ -19,19 +19,6 @@
 enum vb_gid_type_sysfs { VB_GID_TYPE_SYSFS_IB_ROCE_V1, VB_GID_TYPE_SYSFS_ROCE_V2 };
 VB_API int ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index, enum vb_gid_type_sysfs *type);
 
-int vb_errno(nd_status st)
-{
-    switch (st) {
-    case ND_SUCCESS: return 0;
-    case ND_NO_MEMORY: return ENOMEM;
-    case ND_INSUFFICIENT_RESOURCES: return ENOMEM;
-    case ND_ACCESS_VIOLATION: return EFAULT;
-    case ND_DEVICE_BUSY: return EBUSY;
-    case ND_NOT_SUPPORTED: return EOPNOTSUPP;
-    default: return EINVAL;
-    }
-}
-
 static int query_port_ex(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr, size_t len);
 static int query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
                            struct ibv_device_attr_ex *attr, size_t len);
@@ -61,7 +48,7 @@ VB_API struct ibv_context *ibv_open_device(struct ibv_device *device)
         st = nd_port_create(&c->port);
     if (st != ND_SUCCESS || pipe2(c->async_pipe, O_CLOEXEC) < 0 ||
         fcntl(c->async_pipe[1], F_SETFL, O_NONBLOCK) < 0) {
-        int e = st != ND_SUCCESS ? vb_errno(st) : errno;
+        int e = st != ND_SUCCESS ? nd_status_errno(st) : errno;
 
         if (c->async_pipe[0] >= 0) {
             close(c->async_pipe[0]);

@@ -158,7 +158,7 @@ VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
     st = nd_adapter_create_completion_queue(c->adapter, c->port, (uint32_t)cqe, 0, 0, &q->core);
     if (st != ND_SUCCESS) {
         free(q);
-        errno = vb_errno(st);
+        errno = nd_status_errno(st);
         return NULL;
     }
     q->cq.context = ctx;
@@ -186,7 +186,7 @@ VB_API int ibv_resize_cq(struct ibv_cq *cq, int cqe)
         return EINVAL;
     st = nd_cq_resize(q->core, (uint32_t)cqe);
     if (st != ND_SUCCESS)
-        return vb_errno(st);
+        return nd_status_errno(st);
     cq->cqe = cqe;
     return 0;
 }
@@ -219,7 +219,7 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
     st = nd_cq_close(q->core);
     if (st != ND_SUCCESS) {
         q->dying = false;
-        return vb_errno(st);        /* a QP still uses it (EBUSY) */
+        return nd_status_errno(st);        /* a QP still uses it (EBUSY) */
     }
     if (cq->channel) {
         struct vb_channel *ch = (struct vb_channel *)cq->channel;
@@ -284,5 +284,5 @@ int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only)
      * it asleep. */
     if (st == ND_SUCCESS)
         vb_cq_notified(q, ND_SUCCESS);
-    return st == ND_SUCCESS || st == ND_PENDING ? 0 : vb_errno(st);
+    return nd_status_errno(st);
 }

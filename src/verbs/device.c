@@ -246,3 +246,13 @@ VB_API const char *ndv_env(enum nd_knob knob)
 {
     return nd_env(knob);
 }
+
+VB_API int ndv_status_errno(nd_status st)
+{
+    return nd_status_errno(st);
+}
+
+VB_API int ndv_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name)
+{
+    return nd_thread_start(thread, fn, arg, name);
+}

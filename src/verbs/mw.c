@@ -35,7 +35,7 @@ struct ibv_mw *vb_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
     st = nd_adapter_create_memory_window(c->adapter, &w->core);
     if (st != ND_SUCCESS) {
         free(w);
-        errno = vb_errno(st);
+        errno = nd_status_errno(st);
         return NULL;
     }
     nd_mw_set_pd(w->core, vb_pd_id(pd));
@@ -69,7 +69,7 @@ int vb_dealloc_mw(struct ibv_mw *mw)
     }
     pthread_mutex_unlock(&c->mw_lock);
     if (st != ND_SUCCESS)
-        return vb_errno(st);
+        return nd_status_errno(st);
     free(w);
     return 0;
 }
@@ -117,7 +117,7 @@ static int post_bind(nd_qp *qp, struct vb_mw *w, const struct ibv_mw_bind_info *
                           (size_t)b->length, (uint32_t)f, ND_KEY_GIVEN | key, replace);
     if (st == ND_ACCESS_VIOLATION)
         return EINVAL;              /* outside the region, or rights the region cannot give */
-    return st == ND_SUCCESS ? 0 : st == ND_NO_MORE_ENTRIES ? ENOMEM : vb_errno(st);
+    return nd_status_errno(st);
 }
 
 /* A type 1 bind with its key chosen (vb_bind_mw), now or when a held QP's connection is up. */
@@ -199,5 +199,5 @@ int vb_post_local_inv(struct vb_context *c, nd_qp *qp, const struct ibv_send_wr 
     pthread_mutex_unlock(&c->mw_lock);
     if (st == ND_SUCCESS)
         return 0;
-    return st == ND_INVALID_PARAMETER ? EINVAL : st == ND_NO_MORE_ENTRIES ? ENOMEM : vb_errno(st);
+    return nd_status_errno(st);
 }

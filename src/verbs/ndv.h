@@ -8,6 +8,7 @@
 #define ND_VERBS_NDV_H
 
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <netdirect/netdirect.h>
 
 #include "core/env.h"
@@ -31,6 +32,10 @@ void ndv_qp_release(struct ibv_qp *qp);
 void ndv_qp_cm_state_held(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord);
 /* Has the peer completed receives of @qp that no poll of its CQ has taken yet? */
 bool ndv_qp_receives_pending(struct ibv_qp *qp);
+/* A library thread (the core's nd_thread_start): every signal blocked, named @name. */
+int ndv_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name);
+/* The core's one status-to-errno table (nd_status_errno). */
+int ndv_status_errno(nd_status st);
 /* A knob of the one table (core/env.c), as nd_env reads it for libibverbs' core. */
 const char *ndv_env(enum nd_knob knob);
 

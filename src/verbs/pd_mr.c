@@ -126,7 +126,7 @@ VB_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len
         if (m->core)
             nd_mr_close(m->core);
         free(m);
-        errno = st == ND_INVALID_BUFFER_SIZE ? EINVAL : vb_errno(st);
+        errno = nd_status_errno(st);
         return NULL;
     }
     m->mr.context = pd->context;
@@ -160,7 +160,7 @@ VB_API int ibv_dereg_mr(struct ibv_mr *mr)
         return EINVAL;
     st = nd_mr_close(m->core);
     if (st != ND_SUCCESS)
-        return vb_errno(st);
+        return nd_status_errno(st);
     free(m);
     return 0;
 }

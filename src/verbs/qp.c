@@ -98,7 +98,7 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
                                           &q->core);
     if (st != ND_SUCCESS) {
         free(q);
-        errno = vb_errno(st);
+        errno = nd_status_errno(st);
         return NULL;
     }
     nd_qp_set_pd(q->core, vb_pd_id(pd));
@@ -139,7 +139,7 @@ VB_API int ibv_destroy_qp(struct ibv_qp *qp)
     pthread_mutex_unlock(&qp->mutex);
     st = nd_qp_close(q->core);
     if (st != ND_SUCCESS)
-        return vb_errno(st);
+        return nd_status_errno(st);
     /* The CQs' references join any the CM holds (ndv_qp_find) before the QP is dead: a
      * release that finds the count at 0 then knows it is the last. */
     __atomic_add_fetch(&q->grave_refs, qp->send_cq == qp->recv_cq ? 1 : 2, __ATOMIC_ACQ_REL);
@@ -262,8 +262,7 @@ static int post_errno(nd_status st)
 {
     /* ND_NOT_SUPPORTED: immediate data towards a peer that cannot take it (siw), which
      * siw's own provider refuses with EINVAL too. */
-    return st == ND_NO_MORE_ENTRIES ? ENOMEM : st == ND_CONNECTION_INVALID || st == ND_NOT_SUPPORTED ? EINVAL
-                                                                                                    : vb_errno(st);
+    return st == ND_NOT_SUPPORTED ? EINVAL : nd_status_errno(st);
 }
 
 /*

@@ -62,7 +62,7 @@ static bool arm_limit(struct vb_srq *s, uint32_t limit, int *err)
 
     *err = 0;
     if (st != ND_SUCCESS) {
-        *err = vb_errno(st);
+        *err = nd_status_errno(st);
         return false;
     }
     s->limit = limit;
@@ -76,7 +76,7 @@ static bool arm_limit(struct vb_srq *s, uint32_t limit, int *err)
     st = nd_srq_notify(s->core, &s->limit_ov);
     s->notify_pending = st == ND_PENDING;
     if (st != ND_PENDING && st != ND_SUCCESS)
-        *err = vb_errno(st);
+        *err = nd_status_errno(st);
     return st == ND_SUCCESS;
 }
 
@@ -107,7 +107,7 @@ VB_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_att
     st = nd_adapter_create_shared_receive_queue(c->adapter, c->port, attr->attr.max_wr, sge, 0, 0, 0, &s->core);
     if (st != ND_SUCCESS) {
         free(s);
-        errno = vb_errno(st);
+        errno = nd_status_errno(st);
         return NULL;
     }
     nd_srq_set_pd(s->core, vb_pd_id(pd));
@@ -136,7 +136,7 @@ VB_API int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int ma
             return EINVAL;
         st = nd_srq_modify(s->core, attr->max_wr, 0);
         if (st != ND_SUCCESS)
-            return vb_errno(st);
+            return nd_status_errno(st);
         s->max_wr = attr->max_wr;
     }
     if (mask & IBV_SRQ_LIMIT) {
@@ -183,7 +183,7 @@ VB_API int ibv_destroy_srq(struct ibv_srq *srq)
     pthread_mutex_unlock(&srq->mutex);
     st = nd_srq_close(s->core);
     if (st != ND_SUCCESS)
-        return st == ND_DEVICE_BUSY ? EBUSY : vb_errno(st);
+        return nd_status_errno(st);
     /* The close cancelled a pending notify: the event thread still has to take it. */
     pthread_mutex_lock(&srq->mutex);
     while (s->notify_pending)
@@ -210,7 +210,7 @@ int vb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_rec
                             (uint32_t)wr->num_sge);
         if (st != ND_SUCCESS) {
             *bad = wr;
-            return st == ND_NO_MORE_ENTRIES ? ENOMEM : vb_errno(st);
+            return nd_status_errno(st);
         }
     }
     return 0;

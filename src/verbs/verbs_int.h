@@ -158,7 +158,6 @@ struct vb_device *vb_device_get(void);
 uint32_t vb_gids(struct vb_gid *out, uint32_t max);
 uint32_t vb_port_mtu(void);         /* the largest interface MTU, as an IBV_MTU_* */
 void vb_device_attr(const struct vb_device *d, struct ibv_device_attr *attr);
-int vb_errno(nd_status st);         /* the errno a core status means */
 void vb_ops_fill(struct ibv_context_ops *ops);
 struct ibv_mw *vb_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int vb_dealloc_mw(struct ibv_mw *mw);

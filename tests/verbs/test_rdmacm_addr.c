@@ -12,12 +12,15 @@
  *   take it meanwhile;
  * - an address no interface of this host has is EADDRNOTAVAIL;
  * - rdma_resolve_addr with a port-0 source on an id already bound keeps its binding;
- * - rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT) is what ibv_query_qp reports of the id's QP.
+ * - rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT) is what ibv_query_qp reports of the id's QP;
+ * - the CM's thread (nd-rdmacm), as every library thread, blocks the application's signals.
  */
 #include "cm_test.h"
 
 #include <rdma/rdma_verbs.h>
+#include <dirent.h>
 #include <ifaddrs.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <net/if.h>
 #include <string.h>
@@ -192,6 +195,40 @@ static void ack_timeout(void)
     CHECK(rdma_destroy_id(id) == 0);
 }
 
+/* The CM's thread exists by now (the ids above started it) and blocks SIGINT, SIGTERM, ... */
+static void cm_thread_blocks_signals(void)
+{
+    const unsigned long long wanted = 1ull << (SIGINT - 1) | 1ull << (SIGTERM - 1) | 1ull << (SIGUSR1 - 1) |
+                                      1ull << (SIGCHLD - 1) | 1ull << (SIGPIPE - 1) | 1ull << (SIGALRM - 1);
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *t;
+    bool found = false;
+
+    CHECK(d);
+    while ((t = readdir(d))) {
+        char path[300], line[128];
+        unsigned long long blocked = 0;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", t->d_name);
+        FILE *f = fopen(path, "r");
+        bool cm = f && fgets(line, sizeof(line), f) && !strcmp(line, "nd-rdmacm\n");
+
+        if (f)
+            fclose(f);
+        if (!cm)
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/status", t->d_name);
+        CHECK((f = fopen(path, "r")) != NULL);
+        while (fgets(line, sizeof(line), f))
+            sscanf(line, "SigBlk: %llx", &blocked);
+        fclose(f);
+        CHECK((blocked & wanted) == wanted);
+        found = true;
+    }
+    closedir(d);
+    CHECK(found);
+}
+
 int main(void)
 {
     wildcard();
@@ -201,6 +238,7 @@ int main(void)
     not_here();
     resolve_keeps_binding();
     ack_timeout();
+    cm_thread_blocks_signals();
     puts("ok");
     return 0;
 }
