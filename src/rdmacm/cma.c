@@ -26,6 +26,7 @@ static pthread_t cm_thread;
  * disconnects. Posted at most once at a time (wake_posted). */
 static nd_overlapped wake_ov;
 static atomic_bool wake_posted;
+static const struct cm_engine *_Atomic the_engine;     /* cma_conn.c's (cm_engine_set) */
 
 int cm_fail(int err)
 {
@@ -43,21 +44,24 @@ static void *cm_main(void *arg)
         nd_status st = nd_port_wait(the_port, timeout_ms, &ov);
         struct cm_op *op;
 
+        /* Set before any request went to the core, so before anything can wake us. */
+        const struct cm_engine *e = atomic_load_explicit(&the_engine, memory_order_acquire);
+
         if (st != ND_SUCCESS) {         /* the wait for a deferred disconnect's next look */
-            timeout_ms = cm_release_disconnects();
+            timeout_ms = e ? e->idle() : -1;
             continue;
         }
         if (ov == &wake_ov) {
             atomic_store(&wake_posted, false);
-            timeout_ms = cm_release_disconnects();
+            timeout_ms = e ? e->idle() : -1;
             continue;
         }
         op = (struct cm_op *)((char *)ov - offsetof(struct cm_op, ov));
         st = nd_get_overlapped_result(ov, 0);
         cm_op_taken(op->id, op->kind);
-        cm_handle(op->id, op->kind, st);
+        e->handle(op->id, op->kind, st);
         cm_op_done(op->id);
-        timeout_ms = cm_release_disconnects();
+        timeout_ms = e->idle();
     }
     return NULL;
 }
@@ -81,6 +85,11 @@ static void cm_init(void)
         the_port = NULL;
     else
         pthread_detach(cm_thread);
+}
+
+void cm_engine_set(const struct cm_engine *engine)
+{
+    atomic_store_explicit(&the_engine, engine, memory_order_release);
 }
 
 bool cm_on_thread(void)
@@ -364,13 +373,10 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
         id->conn = NULL;
     }
     drain_ops(id);                  /* a close's implicit disconnect */
-    if (id->listener) {
+    if (id->listener)
         nd_listener_close(id->listener);    /* its request handler has run for the last time */
-        cm_gate_close(id->gate);
-    } else if (id->gate) {
-        cm_accept_over(id);
-        cm_gate_unref(id->gate);
-    }
+    if (id->gate)
+        atomic_load_explicit(&the_engine, memory_order_acquire)->forget_gate(id);
     if (id->port_hold >= 0)
         close(id->port_hold);
     /* No request of the id is out any more: nothing queues an event for it now. Events

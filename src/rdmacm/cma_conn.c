@@ -48,6 +48,8 @@ static void cancel_if_destroying(struct cm_id *id, enum cm_op_kind kind)
         nd_connector_cancel_overlapped_requests(conn);
 }
 
+static void handle(struct cm_id *id, enum cm_op_kind kind, nd_status st);
+
 /* After the core took @kind's request: pending, it completes on the CM port; done at once
  * (the core queues nothing then), it is handled here. */
 static int start(struct cm_id *id, enum cm_op_kind kind, nd_status st)
@@ -58,7 +60,7 @@ static int start(struct cm_id *id, enum cm_op_kind kind, nd_status st)
     }
     cm_op_taken(id, kind);
     if (st == ND_SUCCESS) {
-        cm_handle(id, kind, ND_SUCCESS);
+        handle(id, kind, ND_SUCCESS);
         cm_op_done(id);
         return 0;
     }
@@ -66,9 +68,18 @@ static int start(struct cm_id *id, enum cm_op_kind kind, nd_status st)
     return cm_fail(ndv_status_errno(st));
 }
 
+static const struct cm_engine conn_engine;
+
+/* The CM's port, the CM thread knowing what to do with what completes there. */
+static nd_port *conn_port(void)
+{
+    cm_engine_set(&conn_engine);
+    return cm_port();
+}
+
 static nd_status new_connector(struct cm_id *id)
 {
-    return id->conn ? ND_SUCCESS : nd_adapter_create_connector(ndv_context_adapter(cm_context()), cm_port(), &id->conn);
+    return id->conn ? ND_SUCCESS : nd_adapter_create_connector(ndv_context_adapter(cm_context()), conn_port(), &id->conn);
 }
 
 /* Whether an interface other than loopback is up with an address (IPv6 link-local aside). */
@@ -446,7 +457,7 @@ CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
     if (st == ND_CONNECTION_REFUSED) {
         /* As the kernel's iWARP CM: rdma_connect succeeds, REJECTED (-ECONNREFUSED) follows. */
         cm_op_taken(id, CM_OP_CONNECT);
-        cm_handle(id, CM_OP_CONNECT, st);
+        handle(id, CM_OP_CONNECT, st);
         cm_op_done(id);
         rc = 0;
     } else {
@@ -474,7 +485,7 @@ CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
         return cm_fail(EINVAL);
     release_port(id);
     id->gate = cm_gate_new(id);
-    st = id->gate ? nd_adapter_create_listener(ndv_context_adapter(cm_context()), cm_port(), &id->listener)
+    st = id->gate ? nd_adapter_create_listener(ndv_context_adapter(cm_context()), conn_port(), &id->listener)
                   : ND_NO_MEMORY;
     if (st == ND_SUCCESS) {
         nd_listener_notify_requests(id->listener, requests_in, id);
@@ -721,7 +732,9 @@ out:
     return pending;
 }
 
-int cm_release_disconnects(void)
+/* Delivers the DISCONNECTED events whose wait is over (CM thread); how long the thread may
+ * wait before it looks again, in ms (-1: until woken). */
+static int release_disconnects(void)
 {
     uint64_t now;
 
@@ -843,7 +856,7 @@ static void requests_in(void *ctx)
         request_in(l, conn);
 }
 
-void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st)
+static void handle(struct cm_id *id, enum cm_op_kind kind, nd_status st)
 {
     switch (kind) {
     case CM_OP_CONNECT:
@@ -865,3 +878,17 @@ void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st)
         break;
     }
 }
+
+/* rdma_destroy_id of an id with a gate: a listener's gate closes (its held requests are
+ * refused), a request's id gives its accept back and its reference up. */
+static void forget_gate(struct cm_id *id)
+{
+    if (id->listener) {
+        cm_gate_close(id->gate);
+        return;
+    }
+    cm_accept_over(id);
+    cm_gate_unref(id->gate);
+}
+
+static const struct cm_engine conn_engine = { .handle = handle, .idle = release_disconnects, .forget_gate = forget_gate };

@@ -122,13 +122,23 @@ void cm_gate_accept_end(struct cm_gate *g);
 /* The listener's id is destroyed: requests still held are refused; its reference goes. */
 void cm_gate_close(struct cm_gate *g);
 
-/* cma_conn.c: what the CM thread does with a completed request. */
-void cm_handle(struct cm_id *id, enum cm_op_kind kind, nd_status st);
+/*
+ * What the CM thread (cma.c) calls back: the connection side's (cma_conn.c), which hands it
+ * over (cm_engine_set) before its first request to the core, so that the ids, events and
+ * the thread below know nothing of connections. handle: a request of @kind came back with
+ * @st. idle: after each wake, the deferred work whose time has come (DISCONNECTED events
+ * whose wait is over); how long the thread may wait before it looks again, in ms (-1:
+ * until woken). forget_gate: rdma_destroy_id of an id that has a gate (a listener, or a
+ * request's id), once nothing of it is out with the core.
+ */
+struct cm_engine {
+    void (*handle)(struct cm_id *id, enum cm_op_kind kind, nd_status st);
+    int (*idle)(void);
+    void (*forget_gate)(struct cm_id *id);
+};
+void cm_engine_set(const struct cm_engine *engine);
 void cm_accept_over(struct cm_id *id);
-/* Delivers the DISCONNECTED events whose wait is over (CM thread); returns how long the
- * thread may wait for its next request before it looks again, in ms (-1: forever). */
-int cm_release_disconnects(void);
-/* cma.c: whether this is the CM thread; wake it to run cm_release_disconnects now. */
+/* cma.c: whether this is the CM thread; wake it to run the engine's idle work now. */
 bool cm_on_thread(void);
 void cm_wake(void);
 

@@ -78,16 +78,20 @@ void shm_signal_put(struct shm_signal *s);
 /* The peer ended the connection (DISC or EOF): flush. */
 void shm_peer_gone(struct nd_qp *qp);
 
-/* The held-send sweeper (shm_sweep.c). Watch: @qp holds a Send (its lock held). Forget:
- * @qp goes (its lock held). Once (sweeper, @qp's lock held): retry @qp's held Sends;
- * whether it still holds any. */
-void shm_sweep_watch(struct nd_qp *qp);
-/* (Sweeper, its lock held: @qp's connection stays while it is listed.) Has nothing polled
- * @qp's CQs since the last look? Only then does the sweeper take @qp's lock: a polling
- * application retries its own held Sends, without contention or system calls. */
-bool shm_sweep_left_alone(struct nd_qp *qp);
+/* What the held-send sweeper (shm_sweep.c) calls back, the data path's (shm_data.c).
+ * left_alone (sweeper, its lock held: @qp's connection stays while it is listed): has
+ * nothing polled @qp's CQs since the last look? Only then does the sweeper take @qp's lock:
+ * a polling application retries its own held Sends, without contention or system calls.
+ * once (sweeper, @qp's lock held): retry @qp's held Sends; whether it still holds any. */
+struct shm_sweep_client {
+    bool (*left_alone)(struct nd_qp *qp);
+    bool (*once)(struct nd_qp *qp);
+};
+
+/* Watch: @qp holds a Send (its lock held); @client is what the adapter's sweeper calls,
+ * the same for every watch. Forget: @qp goes (its lock held). */
+void shm_sweep_watch(struct nd_qp *qp, const struct shm_sweep_client *client);
 void shm_sweep_forget(struct nd_qp *qp);
-bool shm_sweep_once(struct nd_qp *qp);
 void shm_adapter_close(struct nd_adapter *a);
 
 extern const struct nd_transport_ops shm_transport;

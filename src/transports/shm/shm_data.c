@@ -539,6 +539,10 @@ static nd_status execute(struct nd_qp *qp, struct shm_conn *c, const struct nd_w
     return do_rdma(qp, c, wr);
 }
 
+static bool sweep_left_alone(struct nd_qp *qp);
+static bool sweep_once(struct nd_qp *qp);
+static const struct shm_sweep_client sweep_client = { .left_alone = sweep_left_alone, .once = sweep_once };
+
 static bool hold(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     struct held *h;
@@ -577,7 +581,7 @@ static bool hold(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
     h->wr.sge = h->sge;
     if (c->held_count++ == 0) {
         c->held_since = nd_now_ns();
-        shm_sweep_watch(qp);
+        shm_sweep_watch(qp, &sweep_client);
         if (!c->timed) {
             nd_port_timed(qp->icq->ov.port, 1);
             c->timed = true;
@@ -647,7 +651,7 @@ static void retry_held(struct nd_qp *qp, struct shm_conn *c)
     untime(qp, c);
 }
 
-bool shm_sweep_left_alone(struct nd_qp *qp)
+static bool sweep_left_alone(struct nd_qp *qp)
 {
     struct shm_conn *c = conn_of(qp);
     uint32_t polls = atomic_load_explicit(&c->poll_count, memory_order_relaxed);
@@ -657,7 +661,7 @@ bool shm_sweep_left_alone(struct nd_qp *qp)
     return alone;
 }
 
-bool shm_sweep_once(struct nd_qp *qp)
+static bool sweep_once(struct nd_qp *qp)
 {
     struct shm_conn *c;
 

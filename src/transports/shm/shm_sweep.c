@@ -33,6 +33,7 @@ struct shm_sweeper {
     uint32_t n, cap;
     bool stop;
     pid_t pid;                      /* the thread exists only in this process (not in a fork child) */
+    const struct shm_sweep_client *client;  /* set before the first queue pair is listed */
 };
 
 static void *sweep_main(void *arg)
@@ -49,8 +50,8 @@ static void *sweep_main(void *arg)
             struct nd_qp *qp = s->qps[i];
             bool keep = true;
 
-            if (shm_sweep_left_alone(qp) && nd_lock_try(&qp->lock) == 0) {
-                keep = shm_sweep_once(qp);
+            if (s->client->left_alone(qp) && nd_lock_try(&qp->lock) == 0) {
+                keep = s->client->once(qp);
                 nd_lock_release(&qp->lock);
             }
             if (keep)
@@ -99,13 +100,14 @@ static struct shm_sweeper *sweeper_of(struct nd_adapter *a)
     return s;
 }
 
-void shm_sweep_watch(struct nd_qp *qp)
+void shm_sweep_watch(struct nd_qp *qp, const struct shm_sweep_client *client)
 {
     struct shm_sweeper *s = sweeper_of(qp->adapter);
 
     if (!s)
         return;
     pthread_mutex_lock(&s->lock);
+    s->client = client;
     for (uint32_t i = 0; i < s->n; i++)
         if (s->qps[i] == qp) {
             pthread_mutex_unlock(&s->lock);
