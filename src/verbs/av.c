@@ -34,8 +34,6 @@
 #define AV_HELLO_MAGIC 0x4e444156u  /* "NDAV" */
 #define AV_HOLD_FLOOR_NS (5ull * 1000000000ull)
 
-const char vb_av_tag = 'a';
-
 /* The private data of an AV connection request (network order). */
 struct av_hello {
     uint32_t magic;
@@ -48,7 +46,7 @@ enum av_step { AVL_REQUEST, AVL_CONNECT, AVL_COMPLETE, AVL_ACCEPT, AVL_UP };
 /* One connector and its request on the context's port. It outlives its QP while the
  * core still holds a request of it (the event thread frees it then). */
 struct av_link {
-    nd_overlapped ov;               /* first: the port hands back its address */
+    struct vb_work work;            /* first: the port hands back its address */
     struct vb_context *c;
     struct vb_qp *q;                /* NULL once the QP is destroyed (av_lock) */
     nd_connector *conn;
@@ -56,6 +54,8 @@ struct av_link {
     bool pending;                   /* a request is with the core (av_lock) */
     struct av_link *next_orphan;
 };
+
+static void av_done(struct vb_work *w, nd_status st);
 
 struct av_listener {
     struct vb_context *c;
@@ -91,7 +91,7 @@ static struct av_link *link_new(struct vb_context *c, struct vb_qp *q, enum av_s
     k->c = c;
     k->q = q;
     k->step = step;
-    k->ov.user_context = (void *)&vb_av_tag;
+    k->work.done = av_done;
     return k;
 }
 
@@ -255,7 +255,7 @@ static void accept_request(struct vb_qp *q, struct av_link *k)
     q->av.link = k;
     k->q = q;
     k->step = AVL_ACCEPT;
-    st = nd_connector_accept(k->conn, q->core, q->av.ird, q->av.ord, NULL, 0, &k->ov);
+    st = nd_connector_accept(k->conn, q->core, q->av.ird, q->av.ord, NULL, 0, &k->work.ov);
     if (!link_started(k, st) && st != ND_SUCCESS)
         qp_failed(q, st);
     else if (st == ND_SUCCESS)
@@ -322,10 +322,10 @@ static void requests_in(void *ctx)
 }
 
 /* The event thread: a request of the AV machinery completed. */
-void vb_av_completed(struct vb_context *c, nd_overlapped *ov)
+static void av_done(struct vb_work *w, nd_status st)
 {
-    struct av_link *k = (struct av_link *)ov;
-    nd_status st = nd_get_overlapped_result(ov, 0);
+    struct av_link *k = (struct av_link *)w;
+    struct vb_context *c = k->c;
     struct vb_qp *q;
 
     pthread_mutex_lock(&c->av_lock);
@@ -343,7 +343,7 @@ void vb_av_completed(struct vb_context *c, nd_overlapped *ov)
         qp_failed(q, st);
     } else if (k->step == AVL_CONNECT) {
         k->step = AVL_COMPLETE;
-        st = nd_connector_complete_connect(k->conn, &k->ov);
+        st = nd_connector_complete_connect(k->conn, &k->work.ov);
         if (st == ND_SUCCESS)
             release_held(q, false);
         else if (!link_started(k, st))
@@ -388,7 +388,7 @@ static int start_dial(struct vb_context *c, struct vb_qp *q, const struct sockad
     st = nd_connector_bind(k->conn, (const struct sockaddr *)local, sizeof(*local));
     if (st == ND_SUCCESS)
         st = nd_connector_connect(k->conn, q->core, (const struct sockaddr *)peer, sizeof(*peer), q->av.ird,
-                                  q->av.ord, &h, sizeof(h), &k->ov);
+                                  q->av.ord, &h, sizeof(h), &k->work.ov);
     if (!link_started(k, st)) {
         link_free(k);
         return nd_status_errno(st);
@@ -416,6 +416,7 @@ int vb_av_rtr(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
     if ((err = vb_av_check(q, attr, mask)) != 0)
         return err;
     av_addresses(attr, &local, &peer);
+    __atomic_store_n(&c->event_tick, vb_av_tick, __ATOMIC_RELEASE);
     err = vb_event_thread_start(c);
     if (err)
         return err;
@@ -528,6 +529,13 @@ static bool hold(struct vb_context *c, struct vb_qp *q, struct av_held *h)
     return true;
 }
 
+/* The event thread looks at the held sends' deadlines again (av.c's tick). */
+static void av_kick(struct vb_context *c)
+{
+    __atomic_store_n(&c->event_tick, vb_av_tick, __ATOMIC_RELEASE);
+    vb_event_thread_kick(c);
+}
+
 /* ibv_post_send on a QP whose connection is not up yet: hold copies (or post, if it came
  * up meanwhile). Each is checked as the post would check it. */
 int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -565,9 +573,10 @@ int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr 
         *bad = wr;
     pthread_mutex_unlock(&c->av_lock);
     if (kick)
-        vb_event_thread_kick(c);
+        av_kick(c);
     return err;
 }
+
 
 int vb_av_hold_bind1(struct vb_qp *q, struct ibv_mw *mw, const struct ibv_mw_bind *bind, uint32_t flags,
                      uint8_t key)
@@ -600,7 +609,7 @@ int vb_av_hold_bind1(struct vb_qp *q, struct ibv_mw *mw, const struct ibv_mw_bin
     kick = hold(c, q, h);
     pthread_mutex_unlock(&c->av_lock);
     if (kick)
-        vb_event_thread_kick(c);
+        av_kick(c);
     return 0;
 }
 

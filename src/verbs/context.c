@@ -241,36 +241,3 @@ VB_API int ibv_get_pkey_index(struct ibv_context *ctx, uint8_t port, __be16 pkey
     return ctx && port == VB_PORT && (pkey & 0x7fff) == 0x7fff ? 0 : -1;
 }
 
-/* Events are whole records in a pipe (writes of at most PIPE_BUF bytes are atomic): the
- * descriptor is readable while one waits, and a read blocks, or says EAGAIN when the
- * application made it non-blocking. The write end never blocks the event thread: were
- * the application to leave thousands unread, the newest would be lost, and logged. */
-void vb_async_push(struct vb_context *c, const struct ibv_async_event *ev)
-{
-    if (write(c->async_pipe[1], ev, sizeof(*ev)) != (ssize_t)sizeof(*ev))
-        nd_log(ND_LOG_WARN, ND_SUB_VERBS, "verbs: asynchronous event %d lost (unread events fill the queue)",
-               (int)ev->event_type);
-}
-
-VB_API int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
-{
-    if (!ctx || !event)
-        return -1;
-    if (read(ctx->async_fd, event, sizeof(*event)) != (ssize_t)sizeof(*event))
-        return -1;
-    return 0;
-}
-
-/* An SRQ's destruction waits until its events are acknowledged. */
-VB_API void ibv_ack_async_event(struct ibv_async_event *event)
-{
-    struct ibv_srq *srq;
-
-    if (!event || event->event_type != IBV_EVENT_SRQ_LIMIT_REACHED)
-        return;
-    srq = event->element.srq;
-    pthread_mutex_lock(&srq->mutex);
-    srq->events_completed++;
-    pthread_cond_broadcast(&srq->cond);
-    pthread_mutex_unlock(&srq->mutex);
-}

@@ -124,7 +124,7 @@ VB_API void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 }
 
 /* The event thread's view of a notify request that completed (or was cancelled). */
-void vb_cq_notified(struct vb_cq *cq, nd_status st)
+static void cq_notified(struct vb_cq *cq, nd_status st)
 {
     bool deliver;
 
@@ -135,6 +135,11 @@ void vb_cq_notified(struct vb_cq *cq, nd_status st)
     pthread_mutex_unlock(&cq->cq.mutex);
     if (deliver)
         channel_push((struct vb_channel *)cq->cq.channel, cq);
+}
+
+static void notify_done(struct vb_work *w, nd_status st)
+{
+    cq_notified((struct vb_cq *)((char *)w - offsetof(struct vb_cq, notify)), st);
 }
 
 VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
@@ -271,9 +276,10 @@ int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only)
         pthread_mutex_unlock(&cq->mutex);
         return err;
     }
-    memset(&q->notify_ov, 0, sizeof(q->notify_ov));
+    memset(&q->notify, 0, sizeof(q->notify));
+    q->notify.done = notify_done;
     q->armed = true;
-    st = nd_cq_notify(q->core, solicited_only ? ND_CQ_NOTIFY_SOLICITED : ND_CQ_NOTIFY_ANY, &q->notify_ov);
+    st = nd_cq_notify(q->core, solicited_only ? ND_CQ_NOTIFY_SOLICITED : ND_CQ_NOTIFY_ANY, &q->notify.ov);
     if (st != ND_PENDING)
         q->armed = false;
     pthread_mutex_unlock(&cq->mutex);
@@ -283,6 +289,6 @@ int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only)
      * application is about to poll anyway costs it one empty poll; a lost one would leave
      * it asleep. */
     if (st == ND_SUCCESS)
-        vb_cq_notified(q, ND_SUCCESS);
+        cq_notified(q, ND_SUCCESS);
     return nd_status_errno(st);
 }

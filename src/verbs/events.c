@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * The context's event thread: started by the first ibv_req_notify_cq or SRQ limit, it
- * waits on the context's port, where the core completes each armed CQ's notify request,
- * and queues the CQ's event on its channel; an SRQ's limit notify becomes an asynchronous
- * event. A program asleep in ibv_get_cq_event has nobody else to turn a completion into
- * the event it waits for. It also makes the connections of QPs moved to RTR with an address
- * vector (av.c), which must be served while the program waits elsewhere. No application
- * code runs on it.
+ * The context's events. Its event thread, started by the first ibv_req_notify_cq, SRQ limit
+ * or QP moved to RTR with an address vector, waits on the context's port and runs the
+ * handler each completed request carries (struct vb_work): an armed CQ's notify queues the
+ * CQ's event on its channel (cq.c), an SRQ's limit an asynchronous event (srq.c), the AV
+ * machinery's connections go on (av.c), which must be served while the program waits
+ * elsewhere. A program asleep in ibv_get_cq_event has nobody else to turn a completion
+ * into the event it waits for. No application code runs on it. And the asynchronous
+ * events themselves (ibv_get_async_event).
  */
 #include "verbs_int.h"
+#include "core/log.h"
 
 #include <errno.h>
 #include <stddef.h>
+#include <unistd.h>
 
 static void *event_main(void *arg)
 {
@@ -19,7 +22,8 @@ static void *event_main(void *arg)
 
     for (;;) {
         nd_overlapped *ov = NULL;
-        nd_status st = nd_port_wait(c->port, vb_av_tick(c), &ov);
+        int (*tick)(struct vb_context *) = __atomic_load_n(&c->event_tick, __ATOMIC_ACQUIRE);
+        nd_status st = nd_port_wait(c->port, tick ? tick(c) : -1, &ov);
 
         if (st == ND_TIMEOUT)
             continue;
@@ -29,16 +33,9 @@ static void *event_main(void *arg)
             __atomic_store_n(&c->kick_queued, false, __ATOMIC_RELEASE);
             continue;
         }
-        if (ov->user_context == &vb_av_tag) {
-            vb_av_completed(c, ov);
-            continue;
-        }
-        st = nd_get_overlapped_result(ov, 0);
-        if (ov->user_context == &vb_srq_limit_tag) {
-            vb_srq_limit_fired(vb_srq_of_limit(ov), st);
-            continue;
-        }
-        vb_cq_notified((struct vb_cq *)((char *)ov - offsetof(struct vb_cq, notify_ov)), st);
+        struct vb_work *w = (struct vb_work *)ov;
+
+        w->done(w, nd_get_overlapped_result(ov, 0));
     }
     return NULL;
 }
@@ -71,4 +68,38 @@ void vb_event_thread_stop(struct vb_context *c)
     nd_port_post(c->port, &c->stop_ov, ND_SUCCESS, 0);
     pthread_join(c->event_thread, NULL);
     c->event_started = false;
+}
+
+/* Events are whole records in a pipe (writes of at most PIPE_BUF bytes are atomic): the
+ * descriptor is readable while one waits, and a read blocks, or says EAGAIN when the
+ * application made it non-blocking. The write end never blocks the event thread: were
+ * the application to leave thousands unread, the newest would be lost, and logged. */
+void vb_async_push(struct vb_context *c, const struct ibv_async_event *ev)
+{
+    if (write(c->async_pipe[1], ev, sizeof(*ev)) != (ssize_t)sizeof(*ev))
+        nd_log(ND_LOG_WARN, ND_SUB_VERBS, "verbs: asynchronous event %d lost (unread events fill the queue)",
+               (int)ev->event_type);
+}
+
+VB_API int ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
+{
+    if (!ctx || !event)
+        return -1;
+    if (read(ctx->async_fd, event, sizeof(*event)) != (ssize_t)sizeof(*event))
+        return -1;
+    return 0;
+}
+
+/* An SRQ's destruction waits until its events are acknowledged. */
+VB_API void ibv_ack_async_event(struct ibv_async_event *event)
+{
+    struct ibv_srq *srq;
+
+    if (!event || event->event_type != IBV_EVENT_SRQ_LIMIT_REACHED)
+        return;
+    srq = event->element.srq;
+    pthread_mutex_lock(&srq->mutex);
+    srq->events_completed++;
+    pthread_cond_broadcast(&srq->cond);
+    pthread_mutex_unlock(&srq->mutex);
 }

@@ -156,12 +156,6 @@ void vb_qp_enter_err(struct vb_qp *q)
     __atomic_store_n(&q->qp.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
 }
 
-void vb_qp_free(struct vb_qp *q)
-{
-    pthread_cond_destroy(&q->qp.cond);
-    pthread_mutex_destroy(&q->qp.mutex);
-    free(q);
-}
 
 /* The state moves a connected RC QP makes, along the core's edges. RTR with IBV_QP_AV on a
  * QP the CM did not connect starts the connection to the QP the address vector names

@@ -19,24 +19,16 @@ struct vb_srq {
     struct ibv_srq srq;
     nd_srq *core;
     uint32_t max_wr, max_sge;       /* as granted */
-    nd_overlapped limit_ov;         /* the core's notify for the limit */
+    struct vb_work limit_work;      /* the core's notify for the limit */
     uint32_t limit;                 /* armed limit, 0 for none (srq.mutex) */
-    bool notify_pending;            /* limit_ov is with the core (srq.mutex) */
+    bool notify_pending;            /* limit_work is with the core (srq.mutex) */
     uint32_t events_reported;       /* limit events queued (srq.mutex) */
 };
-
-/* What tells the event thread that a completion is an SRQ limit's (limit_ov.user_context). */
-const char vb_srq_limit_tag = 's';
-
-struct vb_srq *vb_srq_of_limit(nd_overlapped *ov)
-{
-    return (struct vb_srq *)((char *)ov - offsetof(struct vb_srq, limit_ov));
-}
 
 /* The core's notify completed (the event thread, or at once when armed): @st ND_SUCCESS is
  * the limit reached, ND_CANCELED the SRQ's destruction. A limit disarmed meanwhile is not
  * reported. */
-void vb_srq_limit_fired(struct vb_srq *s, nd_status st)
+static void limit_fired(struct vb_srq *s, nd_status st)
 {
     struct ibv_async_event ev = { .element.srq = &s->srq, .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
     bool deliver;
@@ -52,6 +44,11 @@ void vb_srq_limit_fired(struct vb_srq *s, nd_status st)
     pthread_mutex_unlock(&s->srq.mutex);
     if (deliver)
         vb_async_push(vb_ctx(s->srq.context), &ev);
+}
+
+static void limit_done(struct vb_work *w, nd_status st)
+{
+    limit_fired((struct vb_srq *)((char *)w - offsetof(struct vb_srq, limit_work)), st);
 }
 
 /* Arm @limit (srq.mutex held): the core's threshold, and a notify unless one is pending.
@@ -71,9 +68,9 @@ static bool arm_limit(struct vb_srq *s, uint32_t limit, int *err)
     *err = vb_event_thread_start(vb_ctx(s->srq.context));
     if (*err)
         return false;
-    memset(&s->limit_ov, 0, sizeof(s->limit_ov));
-    s->limit_ov.user_context = (void *)&vb_srq_limit_tag;
-    st = nd_srq_notify(s->core, &s->limit_ov);
+    memset(&s->limit_work, 0, sizeof(s->limit_work));
+    s->limit_work.done = limit_done;
+    st = nd_srq_notify(s->core, &s->limit_work.ov);
     s->notify_pending = st == ND_PENDING;
     if (st != ND_PENDING && st != ND_SUCCESS)
         *err = nd_status_errno(st);
@@ -150,7 +147,7 @@ VB_API int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int ma
             s->limit = 0;           /* a pending notify is then dropped when it fires */
         pthread_mutex_unlock(&srq->mutex);
         if (fired)
-            vb_srq_limit_fired(s, ND_SUCCESS);
+            limit_fired(s, ND_SUCCESS);
         return err;
     }
     return 0;

@@ -7,6 +7,7 @@
 #ifndef ND_VERBS_INT_H
 #define ND_VERBS_INT_H
 
+#include <stdlib.h>
 #include <infiniband/verbs.h>
 #include <net/if.h>
 #include <stdbool.h>
@@ -33,6 +34,16 @@ struct vb_device {
     uint64_t guid;                  /* network order */
 };
 
+/*
+ * A core request whose completion the context's event thread (events.c) takes from the
+ * port: it carries its own handler, run on that thread with the request's status, so that
+ * the thread knows nothing of what it serves (CQ notifies, SRQ limits, AV connections).
+ */
+struct vb_work {
+    nd_overlapped ov;               /* first: what the core completes */
+    void (*done)(struct vb_work *w, nd_status st);
+};
+
 struct vb_context {
     struct verbs_context vctx;      /* its ibv_context is what applications hold */
     struct vb_device *dev;
@@ -52,6 +63,9 @@ struct vb_context {
     nd_overlapped stop_ov;
     nd_overlapped kick_ov;          /* wakes the event thread (vb_event_thread_kick) */
     bool kick_queued;               /* atomic */
+    /* The event thread's deadlines: how long it may wait, in ms (-1: until something
+     * completes); av.c's, set before the first deadline (atomic). */
+    int (*event_tick)(struct vb_context *c);
     /* QPs connected with an address vector (av.c), under av_lock. */
     pthread_mutex_t av_lock;
     struct av_listener *av_listeners[VB_AV_LISTENERS];
@@ -92,8 +106,8 @@ struct vb_mw {
 struct vb_cq {
     struct ibv_cq cq;
     nd_cq *core;
-    nd_overlapped notify_ov;        /* the one notify request (ibv_req_notify_cq) */
-    bool armed;                     /* notify_ov is with the core (cq.mutex) */
+    struct vb_work notify;          /* the one notify request (ibv_req_notify_cq) */
+    bool armed;                     /* notify is with the core (cq.mutex) */
     bool dying;                     /* ibv_destroy_cq has begun (cq.mutex) */
     uint32_t events_delivered;      /* taken by ibv_get_cq_event (cq.mutex) */
     struct vb_qp *graves;           /* destroyed QPs this CQ may still name (cq.mutex) */
@@ -142,6 +156,14 @@ struct vb_qp {
     struct vb_qp *grave_next[2];    /* in the send CQ's and the receive CQ's lists */
 };
 
+/* A destroyed QP's memory, once the last reference to its grave goes (cq.c, ndv_qp_release). */
+static inline void vb_qp_free(struct vb_qp *q)
+{
+    pthread_cond_destroy(&q->qp.cond);
+    pthread_mutex_destroy(&q->qp.mutex);
+    free(q);
+}
+
 struct vb_gid {
     union ibv_gid gid;
     bool ipv4;
@@ -177,25 +199,18 @@ nd_request_type vb_request_type(enum ibv_wr_opcode op);
 uint32_t vb_send_flags(const struct vb_qp *q, unsigned flags);
 int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 void vb_cq_bury(struct ibv_cq *cq, struct vb_qp *q, int slot);
-void vb_qp_free(struct vb_qp *q);
 /* Move @q to ERR (everything outstanding flushes) and say so in ibv_qp.state. */
 void vb_qp_enter_err(struct vb_qp *q);
 int vb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 nd_srq *vb_srq_core(struct ibv_srq *srq);
 int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only);
-void vb_cq_notified(struct vb_cq *cq, nd_status st);
 int vb_event_thread_start(struct vb_context *c);   /* 0 or an errno */
 /* Queue an asynchronous event for ibv_get_async_event (the context's async_fd). */
 void vb_async_push(struct vb_context *c, const struct ibv_async_event *ev);
-struct vb_srq;
-extern const char vb_srq_limit_tag;
-struct vb_srq *vb_srq_of_limit(nd_overlapped *ov);
-void vb_srq_limit_fired(struct vb_srq *s, nd_status st);
 void vb_event_thread_stop(struct vb_context *c);
 void vb_event_thread_kick(struct vb_context *c);
 
 /* av.c: QPs connected by the application's own exchange. */
-extern const char vb_av_tag;
 uint32_t vb_av_attach(struct vb_context *c, struct vb_qp *q);
 struct vb_qp *vb_av_find(struct vb_context *c, uint32_t qpn);
 void vb_av_detach(struct vb_qp *q);
@@ -210,7 +225,6 @@ __attribute__((noinline, cold)) int vb_av_post_send(struct vb_qp *q, struct ibv_
 /* ibv_bind_mw of a type 1 window on a QP whose sends are held: held too. */
 int vb_av_hold_bind1(struct vb_qp *q, struct ibv_mw *mw, const struct ibv_mw_bind *bind, uint32_t flags,
                      uint8_t key);
-void vb_av_completed(struct vb_context *c, nd_overlapped *ov);
 int vb_av_tick(struct vb_context *c);
 void vb_av_close(struct vb_context *c);
 
