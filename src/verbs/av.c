@@ -324,7 +324,7 @@ static void requests_in(void *ctx)
 /* The event thread: a request of the AV machinery completed. */
 static void av_done(struct vb_work *w, nd_status st)
 {
-    struct av_link *k = (struct av_link *)w;
+    struct av_link *k = vb_container_of(w, struct av_link, work);
     struct vb_context *c = k->c;
     struct vb_qp *q;
 

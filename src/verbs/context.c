@@ -37,7 +37,7 @@ VB_API struct ibv_context *ibv_open_device(struct ibv_device *device)
         errno = ENOMEM;
         return NULL;
     }
-    c->dev = (struct vb_device *)device;
+    c->dev = to_vb_device(device);
     c->async_pipe[0] = c->async_pipe[1] = -1;
     pthread_mutex_init(&c->event_lock, NULL);
     pthread_mutex_init(&c->mw_lock, NULL);

@@ -30,6 +30,11 @@ struct vb_channel {
     struct nd_evq q;                /* q.lock also guards ch.refcnt */
 };
 
+static struct vb_channel *to_vb_channel(struct ibv_comp_channel *ch)
+{
+    return vb_container_of(ch, struct vb_channel, ch);
+}
+
 static void event_free(struct nd_evq_node *n)
 {
     free(n);
@@ -59,7 +64,7 @@ VB_API struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
 
 VB_API int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
-    struct vb_channel *c = (struct vb_channel *)channel;
+    struct vb_channel *c = to_vb_channel(channel);
 
     if (!channel)
         return EINVAL;
@@ -105,7 +110,7 @@ VB_API int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq
         errno = EINVAL;
         return -1;
     }
-    n = nd_evq_wait(&((struct vb_channel *)channel)->q, event_taken);
+    n = nd_evq_wait(&(to_vb_channel(channel))->q, event_taken);
     if (!n)
         return -1;                  /* EAGAIN on a non-blocking channel, EINTR, ... */
     got = (struct vb_cq *)n->owner;
@@ -134,12 +139,12 @@ static void cq_notified(struct vb_cq *cq, nd_status st)
     pthread_cond_broadcast(&cq->cq.cond);
     pthread_mutex_unlock(&cq->cq.mutex);
     if (deliver)
-        channel_push((struct vb_channel *)cq->cq.channel, cq);
+        channel_push(to_vb_channel(cq->cq.channel), cq);
 }
 
 static void notify_done(struct vb_work *w, nd_status st)
 {
-    cq_notified((struct vb_cq *)((char *)w - offsetof(struct vb_cq, notify)), st);
+    cq_notified(vb_container_of(w, struct vb_cq, notify), st);
 }
 
 VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
@@ -173,7 +178,7 @@ VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
     pthread_mutex_init(&q->cq.mutex, NULL);
     pthread_cond_init(&q->cq.cond, NULL);
     if (channel) {
-        struct vb_channel *ch = (struct vb_channel *)channel;
+        struct vb_channel *ch = to_vb_channel(channel);
 
         pthread_mutex_lock(&ch->q.lock);
         channel->refcnt++;
@@ -184,7 +189,7 @@ VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
 
 VB_API int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
-    struct vb_cq *q = (struct vb_cq *)cq;
+    struct vb_cq *q = to_vb_cq(cq);
     nd_status st;
 
     if (!cq || cqe < 1 || (uint32_t)cqe > nd_caps.max_cqe)
@@ -201,7 +206,7 @@ VB_API int ibv_resize_cq(struct ibv_cq *cq, int cqe)
  * rdma-core's does, and until its notify request is back from the event thread. */
 VB_API int ibv_destroy_cq(struct ibv_cq *cq)
 {
-    struct vb_cq *q = (struct vb_cq *)cq;
+    struct vb_cq *q = to_vb_cq(cq);
     nd_status st;
 
     if (!cq)
@@ -215,7 +220,7 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
         pthread_cond_wait(&cq->cond, &cq->mutex);
     pthread_mutex_unlock(&cq->mutex);
     if (cq->channel)
-        nd_evq_forget(&((struct vb_channel *)cq->channel)->q, q, event_free);
+        nd_evq_forget(&(to_vb_channel(cq->channel))->q, q, event_free);
     nd_cq_cancel_overlapped_requests(q->core);
     pthread_mutex_lock(&cq->mutex);
     while (q->armed)
@@ -227,7 +232,7 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
         return nd_status_errno(st);        /* a QP still uses it (EBUSY) */
     }
     if (cq->channel) {
-        struct vb_channel *ch = (struct vb_channel *)cq->channel;
+        struct vb_channel *ch = to_vb_channel(cq->channel);
 
         pthread_mutex_lock(&ch->q.lock);
         cq->channel->refcnt--;
@@ -251,7 +256,7 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
 /* @q (destroyed) joins @cq's list through its link @slot (0: as its send CQ, 1: receive). */
 void vb_cq_bury(struct ibv_cq *cq, struct vb_qp *q, int slot)
 {
-    struct vb_cq *c = (struct vb_cq *)cq;
+    struct vb_cq *c = to_vb_cq(cq);
 
     pthread_mutex_lock(&cq->mutex);
     q->grave_next[slot] = c->graves;
@@ -262,7 +267,7 @@ void vb_cq_bury(struct ibv_cq *cq, struct vb_qp *q, int slot)
 /* ibv_req_notify_cq (through ops): arm once, for any completion or a solicited one. */
 int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
-    struct vb_cq *q = (struct vb_cq *)cq;
+    struct vb_cq *q = to_vb_cq(cq);
     nd_status st;
     int err;
 

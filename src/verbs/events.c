@@ -33,7 +33,7 @@ static void *event_main(void *arg)
             __atomic_store_n(&c->kick_queued, false, __ATOMIC_RELEASE);
             continue;
         }
-        struct vb_work *w = (struct vb_work *)ov;
+        struct vb_work *w = vb_container_of(ov, struct vb_work, ov);
 
         w->done(w, nd_get_overlapped_result(ov, 0));
     }

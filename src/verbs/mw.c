@@ -53,7 +53,7 @@ struct ibv_mw *vb_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 int vb_dealloc_mw(struct ibv_mw *mw)
 {
-    struct vb_mw *w = (struct vb_mw *)mw, **p;
+    struct vb_mw *w = to_vb_mw(mw), **p;
     struct vb_context *c;
     nd_status st;
 
@@ -107,7 +107,7 @@ static int bind_check(const struct vb_mw *w, const struct ibv_mw_bind_info *b)
 static int post_bind(nd_qp *qp, struct vb_mw *w, const struct ibv_mw_bind_info *b, uint64_t wr_id, uint32_t flags,
                      uint8_t key, bool replace)
 {
-    struct vb_mr *m = (struct vb_mr *)b->mr;
+    struct vb_mr *m = to_vb_mr(b->mr);
     int64_t f = bind_flags(b->mw_access_flags, flags);
     nd_status st;
 
@@ -124,7 +124,7 @@ static int post_bind(nd_qp *qp, struct vb_mw *w, const struct ibv_mw_bind_info *
 int vb_post_bind1(struct ibv_qp *qp, struct ibv_mw *mw, const struct ibv_mw_bind_info *b, uint64_t wr_id,
                   uint32_t flags, uint8_t key)
 {
-    return post_bind(((struct vb_qp *)qp)->core, (struct vb_mw *)mw, b, wr_id, flags, key, true);
+    return post_bind((to_vb_qp(qp))->core, to_vb_mw(mw), b, wr_id, flags, key, true);
 }
 
 /* Type 1: a new key each bind, which the window carries from the post on (as a provider
@@ -132,8 +132,8 @@ int vb_post_bind1(struct ibv_qp *qp, struct ibv_mw *mw, const struct ibv_mw_bind
  * whose address-vector connection is not up yet the bind is held, as a Send is. */
 int vb_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 {
-    struct vb_mw *w = (struct vb_mw *)mw;
-    struct vb_qp *q = (struct vb_qp *)qp;
+    struct vb_mw *w = to_vb_mw(mw);
+    struct vb_qp *q = to_vb_qp(qp);
     uint32_t flags = 0;
     uint8_t key;
     int err;
@@ -175,12 +175,12 @@ int vb_bind_wr_check(struct ibv_qp *qp, const struct ibv_send_wr *wr)
 /* Type 2, from ibv_post_send: the rkey names this window's slot and the key to bind with. */
 int vb_post_bind(struct ibv_qp *qp, const struct ibv_send_wr *wr, uint32_t flags)
 {
-    struct vb_mw *w = (struct vb_mw *)wr->bind_mw.mw;
+    struct vb_mw *w = to_vb_mw(wr->bind_mw.mw);
     int err;
 
     if (!bind2_ok(qp, wr))
         return EINVAL;
-    err = post_bind(((struct vb_qp *)qp)->core, w, &wr->bind_mw.bind_info, wr->wr_id, flags, (uint8_t)wr->bind_mw.rkey, false);
+    err = post_bind((to_vb_qp(qp))->core, w, &wr->bind_mw.bind_info, wr->wr_id, flags, (uint8_t)wr->bind_mw.rkey, false);
     if (!err)
         w->mw.rkey = wr->bind_mw.rkey;
     return err;

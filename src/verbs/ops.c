@@ -123,7 +123,7 @@ static int poll_more(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc, int 
  */
 static int poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
-    struct vb_cq *q = (struct vb_cq *)cq;
+    struct vb_cq *q = to_vb_cq(cq);
     struct nd_wc c[VB_POLL_BATCH];
     uint32_t want, n;
     int done = 0;

@@ -153,7 +153,7 @@ VB_API struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t leng
  * peer's transfer under way included (the core's Deregister). */
 VB_API int ibv_dereg_mr(struct ibv_mr *mr)
 {
-    struct vb_mr *m = (struct vb_mr *)mr;
+    struct vb_mr *m = to_vb_mr(mr);
     nd_status st;
 
     if (!mr)

@@ -87,13 +87,13 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         return NULL;
     }
     if (attr->srq)
-        st = nd_adapter_create_queue_pair_with_srq(c->adapter, ((struct vb_cq *)attr->recv_cq)->core,
-                                                   ((struct vb_cq *)attr->send_cq)->core, vb_srq_core(attr->srq),
+        st = nd_adapter_create_queue_pair_with_srq(c->adapter, (to_vb_cq(attr->recv_cq))->core,
+                                                   (to_vb_cq(attr->send_cq))->core, vb_srq_core(attr->srq),
                                                    &q->qp, cap.max_send_wr, cap.max_send_sge, cap.max_inline_data,
                                                    &q->core);
     else
-        st = nd_adapter_create_queue_pair(c->adapter, ((struct vb_cq *)attr->recv_cq)->core,
-                                          ((struct vb_cq *)attr->send_cq)->core, &q->qp, cap.max_recv_wr,
+        st = nd_adapter_create_queue_pair(c->adapter, (to_vb_cq(attr->recv_cq))->core,
+                                          (to_vb_cq(attr->send_cq))->core, &q->qp, cap.max_recv_wr,
                                           cap.max_send_wr, cap.max_recv_sge, cap.max_send_sge, cap.max_inline_data,
                                           &q->core);
     if (st != ND_SUCCESS) {
@@ -127,7 +127,7 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 
 VB_API int ibv_destroy_qp(struct ibv_qp *qp)
 {
-    struct vb_qp *q = (struct vb_qp *)qp;
+    struct vb_qp *q = to_vb_qp(qp);
     nd_status st;
 
     if (!qp)
@@ -162,7 +162,7 @@ void vb_qp_enter_err(struct vb_qp *q)
  * (av.c). ERR flushes every request. */
 VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
-    struct vb_qp *q = (struct vb_qp *)qp;
+    struct vb_qp *q = to_vb_qp(qp);
     int err;
 
     if (!qp || !attr)
@@ -195,7 +195,7 @@ VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 
 VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct ibv_qp_init_attr *init)
 {
-    struct vb_qp *q = (struct vb_qp *)qp;
+    struct vb_qp *q = to_vb_qp(qp);
 
     (void)mask;
     if (!qp || !attr || !init)
@@ -265,7 +265,7 @@ static int post_errno(nd_status st)
  */
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-    struct vb_qp *q = (struct vb_qp *)qp;
+    struct vb_qp *q = to_vb_qp(qp);
 
     if (__builtin_expect(__atomic_load_n(&q->av.hold, __ATOMIC_ACQUIRE), 0))
         return vb_av_post_send(q, wr, bad);
@@ -333,7 +333,7 @@ uint32_t vb_send_flags(const struct vb_qp *q, unsigned flags)
 
 int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-    struct vb_qp *q = (struct vb_qp *)qp;
+    struct vb_qp *q = to_vb_qp(qp);
 
     for (; wr; wr = wr->next) {
         int64_t flags = send_flags(q, wr->send_flags);
@@ -394,7 +394,7 @@ int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
 
 int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-    struct vb_qp *q = (struct vb_qp *)qp;
+    struct vb_qp *q = to_vb_qp(qp);
 
     for (; wr; wr = wr->next) {
         nd_status st;
@@ -419,19 +419,19 @@ VB_API nd_adapter *ndv_context_adapter(struct ibv_context *ctx)
 
 VB_API nd_qp *ndv_qp_core(struct ibv_qp *qp)
 {
-    return ((struct vb_qp *)qp)->core;
+    return (to_vb_qp(qp))->core;
 }
 
 VB_API bool ndv_qp_receives_pending(struct ibv_qp *qp)
 {
-    return nd_qp_inbound_pending(((struct vb_qp *)qp)->core);
+    return nd_qp_inbound_pending((to_vb_qp(qp))->core);
 }
 
 /* The CM queued ESTABLISHED before it connects the QP (the peer may send the moment it is
  * connected): a post that comes meanwhile waits for it on the hold path, off the fast one. */
 VB_API void ndv_qp_cm_attaching(struct ibv_qp *qp, bool on)
 {
-    struct vb_qp *q = (struct vb_qp *)qp;
+    struct vb_qp *q = to_vb_qp(qp);
 
     pthread_mutex_lock(&qp->mutex);
     __atomic_store_n(&q->cm_attaching, on, __ATOMIC_RELEASE);
@@ -453,7 +453,7 @@ void vb_wait_cm_attach(struct vb_qp *q)
  * long as it takes. 0 to 6 keep the core's bound. */
 VB_API void ndv_qp_rnr_retry(struct ibv_qp *qp, uint8_t rnr_retry)
 {
-    struct vb_qp *q = (struct vb_qp *)qp;
+    struct vb_qp *q = to_vb_qp(qp);
 
     q->av.rnr_retry = rnr_retry;
     nd_qp_set_rnr_wait(q->core, rnr_retry >= 7 ? UINT64_MAX : ND_RNR_WAIT_NS);
@@ -461,7 +461,7 @@ VB_API void ndv_qp_rnr_retry(struct ibv_qp *qp, uint8_t rnr_retry)
 
 VB_API void ndv_qp_cm_timeout(struct ibv_qp *qp, uint8_t timeout)
 {
-    ((struct vb_qp *)qp)->av.timeout = timeout;
+    (to_vb_qp(qp))->av.timeout = timeout;
 }
 
 /* An application-managed QP, held until ndv_qp_release: its memory outlives an
@@ -475,7 +475,7 @@ VB_API struct ibv_qp *ndv_qp_find(struct ibv_context *ctx, uint32_t qpn)
 
 VB_API void ndv_qp_release(struct ibv_qp *qp)
 {
-    struct vb_qp *q = (struct vb_qp *)qp;
+    struct vb_qp *q = to_vb_qp(qp);
 
     if (__atomic_sub_fetch(&q->grave_refs, 1, __ATOMIC_ACQ_REL) == 0 && __atomic_load_n(&q->dead, __ATOMIC_ACQUIRE))
         vb_qp_free(q);
@@ -485,14 +485,14 @@ VB_API void ndv_qp_release(struct ibv_qp *qp)
 VB_API void ndv_qp_cm_state_held(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord)
 {
     pthread_mutex_lock(&qp->mutex);
-    if (!((struct vb_qp *)qp)->closing)
+    if (!(to_vb_qp(qp))->closing)
         ndv_qp_cm_state(qp, state, ird, ord);
     pthread_mutex_unlock(&qp->mutex);
 }
 
 VB_API void ndv_qp_cm_state(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord)
 {
-    struct vb_qp *q = (struct vb_qp *)qp;
+    struct vb_qp *q = to_vb_qp(qp);
 
     if (state == IBV_QPS_RTS) {
         q->cm_connected = true;

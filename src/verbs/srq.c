@@ -25,6 +25,11 @@ struct vb_srq {
     uint32_t events_reported;       /* limit events queued (srq.mutex) */
 };
 
+static struct vb_srq *to_vb_srq(struct ibv_srq *srq)
+{
+    return vb_container_of(srq, struct vb_srq, srq);
+}
+
 /* The core's notify completed (the event thread, or at once when armed): @st ND_SUCCESS is
  * the limit reached, ND_CANCELED the SRQ's destruction. A limit disarmed meanwhile is not
  * reported. */
@@ -48,7 +53,7 @@ static void limit_fired(struct vb_srq *s, nd_status st)
 
 static void limit_done(struct vb_work *w, nd_status st)
 {
-    limit_fired((struct vb_srq *)((char *)w - offsetof(struct vb_srq, limit_work)), st);
+    limit_fired(vb_container_of(w, struct vb_srq, limit_work), st);
 }
 
 /* Arm @limit (srq.mutex held): the core's threshold, and a notify unless one is pending.
@@ -79,7 +84,7 @@ static bool arm_limit(struct vb_srq *s, uint32_t limit, int *err)
 
 nd_srq *vb_srq_core(struct ibv_srq *srq)
 {
-    return ((struct vb_srq *)srq)->core;
+    return to_vb_srq(srq)->core;
 }
 
 VB_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
@@ -121,7 +126,7 @@ VB_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_att
 
 VB_API int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
-    struct vb_srq *s = (struct vb_srq *)srq;
+    struct vb_srq *s = to_vb_srq(srq);
     nd_status st;
 
     if (!srq || !attr || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
@@ -155,7 +160,7 @@ VB_API int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int ma
 
 VB_API int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 {
-    struct vb_srq *s = (struct vb_srq *)srq;
+    struct vb_srq *s = to_vb_srq(srq);
 
     if (!srq || !attr)
         return EINVAL;
@@ -169,7 +174,7 @@ VB_API int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 
 VB_API int ibv_destroy_srq(struct ibv_srq *srq)
 {
-    struct vb_srq *s = (struct vb_srq *)srq;
+    struct vb_srq *s = to_vb_srq(srq);
     nd_status st;
 
     if (!srq)
@@ -194,7 +199,7 @@ VB_API int ibv_destroy_srq(struct ibv_srq *srq)
 
 int vb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-    struct vb_srq *s = (struct vb_srq *)srq;
+    struct vb_srq *s = to_vb_srq(srq);
 
     for (; wr; wr = wr->next) {
         nd_status st;

@@ -11,6 +11,7 @@
 #include <infiniband/verbs.h>
 #include <net/if.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/core.h"
@@ -156,6 +157,34 @@ struct vb_qp {
     struct vb_qp *grave_next[2];    /* in the send CQ's and the receive CQ's lists */
 };
 
+/* The verbs object around the rdma-core one an application holds (each embeds it). */
+#define vb_container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+static inline struct vb_device *to_vb_device(struct ibv_device *d)
+{
+    return vb_container_of(d, struct vb_device, dev);
+}
+
+static inline struct vb_mr *to_vb_mr(struct ibv_mr *mr)
+{
+    return vb_container_of(mr, struct vb_mr, mr);
+}
+
+static inline struct vb_mw *to_vb_mw(struct ibv_mw *mw)
+{
+    return vb_container_of(mw, struct vb_mw, mw);
+}
+
+static inline struct vb_cq *to_vb_cq(struct ibv_cq *cq)
+{
+    return vb_container_of(cq, struct vb_cq, cq);
+}
+
+static inline struct vb_qp *to_vb_qp(struct ibv_qp *qp)
+{
+    return vb_container_of(qp, struct vb_qp, qp);
+}
+
 /* A destroyed QP's memory, once the last reference to its grave goes (cq.c, ndv_qp_release). */
 static inline void vb_qp_free(struct vb_qp *q)
 {
@@ -171,7 +200,7 @@ struct vb_gid {
 
 static inline struct vb_context *vb_ctx(struct ibv_context *c)
 {
-    return (struct vb_context *)((char *)c - offsetof(struct vb_context, vctx.context));
+    return vb_container_of(c, struct vb_context, vctx.context);
 }
 
 enum vb_personality vb_personality(void);
