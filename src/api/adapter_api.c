@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* ND API: IND2Adapter methods. Argument checks and ND statuses here; mechanics in core/. */
+/* ND API: the IND2Adapter methods whose mechanics span several core objects (query,
+ * create_*): argument checks and ND statuses here. ND's other entry points are still
+ * defined beside their mechanics in src/core (tests/check_layers.py counts them). */
 #include "../core/core.h"
 #include "../core/qp_int.h"
 #include "../core/srq_int.h"

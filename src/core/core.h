@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Verbs core: internal objects shared by the ND API layer and the transports. */
+/* The core: the objects the front ends (ND API, verbs, rdma_cm; the ND SPI through the ND
+ * API) and the transports share. */
 #ifndef ND_CORE_H
 #define ND_CORE_H
 
