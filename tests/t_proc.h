@@ -3,6 +3,7 @@
 #ifndef T_PROC_H
 #define T_PROC_H
 
+#include "t_threads.h"
 #include "t_util.h"
 
 #include <dirent.h>
@@ -28,37 +29,7 @@
  * Returns how many were checked; exits 1 on one that does not. */
 static inline uint32_t t_library_threads_block_signals(void)
 {
-    DIR *d = opendir("/proc/self/task");
-    const unsigned long long wanted = 1ull << (SIGINT - 1) | 1ull << (SIGTERM - 1) | 1ull << (SIGUSR1 - 1) |
-                                      1ull << (SIGCHLD - 1) | 1ull << (SIGPIPE - 1) | 1ull << (SIGALRM - 1);
-    struct dirent *t;
-    uint32_t n = 0;
-
-    CHECK(d != NULL);
-    while ((t = readdir(d))) {
-        char path[300], line[128];
-        unsigned long long blocked = 0;
-
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", t->d_name);
-        FILE *f = fopen(path, "r");
-        bool ours = f && fgets(line, sizeof(line), f) && !strncmp(line, "nd-", 3);
-        if (f)
-            fclose(f);
-        if (!ours)
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/status", t->d_name);
-        CHECK((f = fopen(path, "r")) != NULL);
-        while (fgets(line, sizeof(line), f))
-            sscanf(line, "SigBlk: %llx", &blocked);
-        fclose(f);
-        if ((blocked & wanted) != wanted) {
-            fprintf(stderr, "library thread %s blocks signals %llx only\n", t->d_name, blocked);
-            exit(1);
-        }
-        n++;
-    }
-    closedir(d);
-    return n;
+    return t_threads_block_signals("nd-");
 }
 
 static inline uint32_t open_fds(void)

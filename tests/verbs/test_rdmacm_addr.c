@@ -16,11 +16,10 @@
  * - the CM's thread (nd-rdmacm), as every library thread, blocks the application's signals.
  */
 #include "cm_test.h"
+#include "../t_threads.h"
 
 #include <rdma/rdma_verbs.h>
-#include <dirent.h>
 #include <ifaddrs.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <net/if.h>
 #include <string.h>
@@ -198,35 +197,7 @@ static void ack_timeout(void)
 /* The CM's thread exists by now (the ids above started it) and blocks SIGINT, SIGTERM, ... */
 static void cm_thread_blocks_signals(void)
 {
-    const unsigned long long wanted = 1ull << (SIGINT - 1) | 1ull << (SIGTERM - 1) | 1ull << (SIGUSR1 - 1) |
-                                      1ull << (SIGCHLD - 1) | 1ull << (SIGPIPE - 1) | 1ull << (SIGALRM - 1);
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *t;
-    bool found = false;
-
-    CHECK(d);
-    while ((t = readdir(d))) {
-        char path[300], line[128];
-        unsigned long long blocked = 0;
-
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", t->d_name);
-        FILE *f = fopen(path, "r");
-        bool cm = f && fgets(line, sizeof(line), f) && !strcmp(line, "nd-rdmacm\n");
-
-        if (f)
-            fclose(f);
-        if (!cm)
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/status", t->d_name);
-        CHECK((f = fopen(path, "r")) != NULL);
-        while (fgets(line, sizeof(line), f))
-            sscanf(line, "SigBlk: %llx", &blocked);
-        fclose(f);
-        CHECK((blocked & wanted) == wanted);
-        found = true;
-    }
-    closedir(d);
-    CHECK(found);
+    CHECK(t_threads_block_signals("nd-rdmacm") == 1);
 }
 
 int main(void)
