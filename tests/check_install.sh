@@ -31,3 +31,22 @@ done
 "$tmp/prefix/bin/netdirect-run" true || { echo "installed netdirect-run did not run"; exit 1; }
 [ -n "$(find "$tmp/prefix" -path '*/netdirect/libibverbs.so.1')" ] || { echo "libibverbs.so.1 not installed"; exit 1; }
 echo "installed; consumer built with pkg-config and ran; man pages in place"
+# The Debian package (scripts/package.sh makes it with prefix /usr; here from this build):
+# what it carries, and no libibverbs/librdmacm outside the drop-in's private directory.
+if command -v cpack > /dev/null && command -v dpkg-deb > /dev/null && [ -f "$build/CPackConfig.cmake" ]; then
+    (cd "$tmp" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/pkg" > "$tmp/cpack.log" 2>&1) ||
+        { cat "$tmp/cpack.log"; echo "cpack failed"; exit 1; }
+    deb=$(ls "$tmp"/pkg/netdirect_*.deb)
+    dpkg-deb -c "$deb" | awk '{print $6}' > "$tmp/contents"
+    for f in bin/netdirect-run bin/nd_info bin/nd_test 'netdirect/libibverbs\.so\.1$' 'netdirect/librdmacm\.so\.1$' \
+             'netdirect/libmlx5\.so\.1$' 'netdirect/libefa\.so\.1$' 'libnetdirect\.so\.0$' 'libnetdirect-spi\.so\.0$' \
+             pkgconfig/netdirect.pc pkgconfig/netdirect-spi.pc include/netdirect/netdirect.h include/ndspi/ndspi.h \
+             man7/netdirect.7 man1/netdirect-run.1 man3/nd_qp.3; do
+        grep -q "$f" "$tmp/contents" || { echo "the package lacks $f"; exit 1; }
+    done
+    if grep -E '/(libibverbs|librdmacm|libmlx5|libefa)\.so' "$tmp/contents" | grep -vq '/netdirect/'; then
+        echo "the package puts a drop-in library on the loader's path"; exit 1
+    fi
+    dpkg-deb -I "$deb" shlibs > /dev/null 2>&1 && { echo "the package offers shlibs (the drop-in would provide libibverbs)"; exit 1; }
+    echo "package: $(wc -l < "$tmp/contents") paths, drop-in in its private directory"
+fi
