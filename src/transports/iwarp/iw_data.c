@@ -992,6 +992,8 @@ void iw_destroy(struct nd_qp *qp)
     iw_conn_free(c);
 }
 
+const struct iw_pumps iw_pumps = { .rx = iw_rx_pump, .tx = iw_tx_pump, .poll = iw_poll_conn, .overdue = iw_check_overdue };
+
 const struct nd_transport_ops iwarp_transport = {
     .name = "iwarp",
     .cm_listen = iw_cm_listen,

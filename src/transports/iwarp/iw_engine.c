@@ -358,7 +358,7 @@ void iw_lend(void)
     }
     if (qp->conn != c || c->dead) {
         lend_end(e, key);
-    } else if (iw_poll_conn(c)) {
+    } else if (c->pumps->poll(c)) {
         __atomic_store_n(&e->lent_input_ns, nd_now_ns(), __ATOMIC_RELAXED);
     } else if (nd_now_ns() - __atomic_load_n(&e->lent_input_ns, __ATOMIC_RELAXED) >= IW_POLL_GONE_NS) {
         lend_end(e, key);
@@ -383,12 +383,12 @@ static bool serve_once(struct iw_engine *e, uint64_t key, uint32_t events, bool 
     nd_lock_acquire(&qp->lock);
     if (qp->conn == c && !c->dead) {
         c->rx_budget = IW_ENGINE_RX_BUDGET;
-        if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && iw_rx_pump(c) && !c->dead)
+        if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && c->pumps->rx(c) && !c->dead)
             lend_ask(e, key);
         *more = !c->dead && !c->rx_budget;
         c->rx_budget = 0;
         if (!c->dead && (c->want_out || c->owed_since || c->hold_first || c->txf_count || (events & EPOLLOUT)))
-            iw_tx_pump(c);
+            c->pumps->tx(c);
     }
     /* Waits that only time ends: a receive, a responder's hold. */
     stalled = qp->conn == c && !c->dead && (c->stalled_since || c->hold_first);
@@ -480,6 +480,11 @@ static void serve_keys(struct iw_engine *e, const uint64_t *keys, uint32_t n, ui
     }
 }
 
+static void overdue(struct iw_conn *c)
+{
+    c->pumps->overdue(c);
+}
+
 /* Fail the connections whose oldest Read or fence has waited past ND_IWARP_TIMEOUT_MS. */
 static void check_overdue(struct iw_engine *e)
 {
@@ -496,7 +501,7 @@ static void check_overdue(struct iw_engine *e)
             keys[n++] = key_of(e, slot);
     }
     pthread_mutex_unlock(&e->lock);
-    serve_keys(e, keys, n, WAIT_FOREVER, iw_check_overdue);
+    serve_keys(e, keys, n, WAIT_FOREVER, overdue);
 }
 
 static void engine_free(struct iw_engine *e)
@@ -616,9 +621,9 @@ static struct iw_engine *engine_start(void)
 static void answer_at_exit(struct iw_conn *c)
 {
     if (!c->dead)
-        iw_rx_pump(c);
+        c->pumps->rx(c);
     if (!c->dead && c->owed_since)
-        iw_tx_pump(c);
+        c->pumps->tx(c);
 }
 
 __attribute__((destructor)) static void answer_owed_at_exit(void)
@@ -639,12 +644,13 @@ __attribute__((destructor)) static void answer_owed_at_exit(void)
     pthread_mutex_unlock(&live_lock);
 }
 
-nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c)
+nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c, const struct iw_pumps *pumps)
 {
     struct iw_engine *e;
     struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
     uint32_t slot;
 
+    c->pumps = pumps;               /* before the engine can see the connection */
     pthread_mutex_lock(&a->lock);
     if (!a->progress_engine)
         a->progress_engine = engine_start();

@@ -97,9 +97,23 @@ struct iw_txf {
 
 enum iw_rx_state { RX_HDR, RX_PAYLOAD, RX_TRAILER };
 
+struct iw_conn;
+
+/* What the progress engine (iw_engine.c) calls to move a connection's bytes, the data
+ * path's (iw_data.c, iw_rx.c), handed over with the connection (iw_engine_add): the
+ * engine knows connections only as sockets to serve. Each runs with the QP lock held. */
+struct iw_pumps {
+    bool (*rx)(struct iw_conn *c);          /* iw_rx_pump */
+    void (*tx)(struct iw_conn *c);          /* iw_tx_pump */
+    bool (*poll)(struct iw_conn *c);        /* iw_poll_conn: a lent poll's work */
+    void (*overdue)(struct iw_conn *c);     /* iw_check_overdue */
+};
+extern const struct iw_pumps iw_pumps;
+
 struct iw_conn {
     struct nd_qp *qp;
     struct iw_engine *eng;
+    const struct iw_pumps *pumps;   /* the engine's calls (iw_engine_add) */
     uint32_t slot;                  /* in the engine's table */
     int sock;
     bool crc, dead, completing;
@@ -262,7 +276,7 @@ static inline uint32_t iw_mtab_gen(const struct iw_conn *c)
 }
 
 /* iw_engine.c */
-nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c);
+nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c, const struct iw_pumps *pumps);
 void iw_engine_remove(struct iw_conn *c);
 void iw_engine_want_out(struct iw_conn *c, bool on);
 void iw_engine_kick(struct iw_conn *c);
