@@ -9,7 +9,7 @@
  * context, and a send request without IBV_SEND_SIGNALED on a QP without sq_sig_all is a
  * silent success (its failure still completes, as verbs wants).
  */
-#include "verbs_int.h"
+#include "post.h"
 #include "ndv.h"
 #include "core/qp_int.h"
 
@@ -150,13 +150,6 @@ VB_API int ibv_destroy_qp(struct ibv_qp *qp)
     return 0;
 }
 
-void vb_qp_enter_err(struct vb_qp *q)
-{
-    nd_qp_modify_state(q->core, ND_QPS_ERR);
-    __atomic_store_n(&q->qp.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
-}
-
-
 /* The state moves a connected RC QP makes, along the core's edges. RTR with IBV_QP_AV on a
  * QP the CM did not connect starts the connection to the QP the address vector names
  * (av.c). ERR flushes every request. */
@@ -236,28 +229,6 @@ VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, s
     return 0;
 }
 
-_Static_assert(IBV_SEND_FENCE << 1 == ND_OP_FLAG_READ_FENCE && IBV_SEND_SOLICITED == ND_OP_FLAG_SEND_AND_SOLICIT_EVENT &&
-                   IBV_SEND_INLINE << 2 == ND_OP_FLAG_INLINE && IBV_SEND_SIGNALED >> 1 == ND_OP_FLAG_SILENT_SUCCESS,
-               "send_flags moves the verbs bits onto the core's by shifts");
-
-/* The core's flags for a send request's; -1 for one it cannot carry. Shifts, not a test
- * per flag: this runs on every post. */
-static int64_t send_flags(const struct vb_qp *q, unsigned f)
-{
-    uint32_t silent = ((f & IBV_SEND_SIGNALED) >> 1) ^ ND_OP_FLAG_SILENT_SUCCESS;
-
-    if (f & ~(unsigned)(IBV_SEND_SIGNALED | IBV_SEND_INLINE | IBV_SEND_FENCE | IBV_SEND_SOLICITED))
-        return -1;
-    return ((f & IBV_SEND_FENCE) << 1) | (f & IBV_SEND_SOLICITED) | ((f & IBV_SEND_INLINE) << 2) |
-           (q->sig_all ? 0 : silent);
-}
-
-static int post_errno(nd_status st)
-{
-    /* ND_NOT_SUPPORTED: immediate data towards a peer that cannot take it (siw), which
-     * siw's own provider refuses with EINVAL too. */
-    return st == ND_NOT_SUPPORTED ? EINVAL : nd_status_errno(st);
-}
 
 /*
  * One Send, the request of every latency loop, goes straight to the core: no list walk, no
@@ -270,7 +241,7 @@ int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
     if (__builtin_expect(__atomic_load_n(&q->av.hold, __ATOMIC_ACQUIRE), 0))
         return vb_av_post_send(q, wr, bad);
     if (ND_LIKELY(wr && !wr->next && wr->opcode == IBV_WR_SEND && wr->num_sge >= 0)) {
-        int64_t flags = send_flags(q, wr->send_flags);
+        int64_t flags = vb_send_flags_of(q, wr->send_flags);
         nd_status st;
 
         if (ND_LIKELY(flags >= 0)) {
@@ -279,137 +250,10 @@ int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
             if (ND_LIKELY(st == ND_SUCCESS))
                 return 0;
             *bad = wr;
-            return post_errno(st);
+            return vb_post_errno(st);
         }
     }
     return vb_post_send_now(qp, wr, bad);
-}
-
-/* What vb_post_send_now would refuse at the post itself, without posting: a held request
- * (av.c) is checked so when it is posted, not when its connection comes up. */
-int vb_send_wr_check(struct vb_qp *q, const struct ibv_send_wr *wr)
-{
-    if (send_flags(q, wr->send_flags) < 0 || wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge)
-        return EINVAL;
-    switch (wr->opcode) {
-    case IBV_WR_SEND:
-    case IBV_WR_SEND_WITH_IMM:
-    case IBV_WR_SEND_WITH_INV:
-    case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-    case IBV_WR_RDMA_READ:
-    case IBV_WR_LOCAL_INV:
-        return 0;
-    case IBV_WR_BIND_MW:
-        return vb_bind_wr_check(&q->qp, wr);
-    default:
-        return EINVAL;
-    }
-}
-
-/* The core's request type of a verbs opcode vb_send_wr_check passed. */
-nd_request_type vb_request_type(enum ibv_wr_opcode op)
-{
-    switch (op) {
-    case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-        return ND_REQUEST_TYPE_WRITE;
-    case IBV_WR_RDMA_READ:
-        return ND_REQUEST_TYPE_READ;
-    case IBV_WR_BIND_MW:
-        return ND_REQUEST_TYPE_BIND;
-    case IBV_WR_LOCAL_INV:
-        return ND_REQUEST_TYPE_INVALIDATE;
-    default:
-        return ND_REQUEST_TYPE_SEND;
-    }
-}
-
-/* The core's flags of a request vb_send_wr_check passed. */
-uint32_t vb_send_flags(const struct vb_qp *q, unsigned flags)
-{
-    return (uint32_t)send_flags(q, flags);
-}
-
-int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-    struct vb_qp *q = to_vb_qp(qp);
-
-    for (; wr; wr = wr->next) {
-        int64_t flags = send_flags(q, wr->send_flags);
-        const nd_sge *sge = (const nd_sge *)wr->sg_list;
-        uint32_t n = wr->num_sge < 0 ? UINT32_MAX : (uint32_t)wr->num_sge;
-        void *ctx = (void *)(uintptr_t)wr->wr_id;
-        nd_status st;
-
-        if (flags < 0 || wr->num_sge < 0) {
-            *bad = wr;
-            return EINVAL;
-        }
-        switch (wr->opcode) {
-        case IBV_WR_SEND:
-            st = nd_qp_send(q->core, ctx, sge, n, (uint32_t)flags);
-            break;
-        case IBV_WR_SEND_WITH_IMM:
-            st = nd_qp_send_imm(q->core, ctx, sge, n, (uint32_t)flags, wr->imm_data);
-            break;
-        case IBV_WR_SEND_WITH_INV:
-            st = nd_qp_send_inv(q->core, ctx, sge, n, (uint32_t)flags, wr->invalidate_rkey);
-            break;
-        case IBV_WR_RDMA_WRITE:
-            /* Solicited means something only where a receive completes. */
-            st = nd_qp_write(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey,
-                             (uint32_t)flags & ~ND_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-            break;
-        case IBV_WR_RDMA_WRITE_WITH_IMM:
-            st = nd_qp_write_imm(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey, (uint32_t)flags,
-                                 wr->imm_data);
-            break;
-        case IBV_WR_RDMA_READ:
-            st = nd_qp_read(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey,
-                            (uint32_t)flags & ~ND_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-            break;
-        case IBV_WR_BIND_MW:
-        case IBV_WR_LOCAL_INV: {
-            int err = wr->opcode == IBV_WR_BIND_MW ? vb_post_bind(qp, wr, (uint32_t)flags)
-                      : vb_post_local_inv(vb_ctx(qp->context), q->core, wr, (uint32_t)flags);
-
-            if (err) {
-                *bad = wr;
-                return err;
-            }
-            continue;
-        }
-        default:
-            *bad = wr;
-            return EINVAL;          /* atomics, UD, TSO: not carried */
-        }
-        if (st != ND_SUCCESS) {
-            *bad = wr;
-            return post_errno(st);
-        }
-    }
-    return 0;
-}
-
-int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-    struct vb_qp *q = to_vb_qp(qp);
-
-    for (; wr; wr = wr->next) {
-        nd_status st;
-
-        if (wr->num_sge < 0) {
-            *bad = wr;
-            return EINVAL;
-        }
-        st = nd_qp_receive(q->core, (void *)(uintptr_t)wr->wr_id, (const nd_sge *)wr->sg_list, (uint32_t)wr->num_sge);
-        if (st != ND_SUCCESS) {
-            *bad = wr;
-            return post_errno(st);
-        }
-    }
-    return 0;
 }
 
 VB_API nd_adapter *ndv_context_adapter(struct ibv_context *ctx)
@@ -439,24 +283,6 @@ VB_API void ndv_qp_cm_attaching(struct ibv_qp *qp, bool on)
     if (!on)
         pthread_cond_broadcast(&qp->cond);
     pthread_mutex_unlock(&qp->mutex);
-}
-
-void vb_wait_cm_attach(struct vb_qp *q)
-{
-    pthread_mutex_lock(&q->qp.mutex);
-    while (__atomic_load_n(&q->cm_attaching, __ATOMIC_ACQUIRE))
-        pthread_cond_wait(&q->qp.cond, &q->qp.mutex);
-    pthread_mutex_unlock(&q->qp.mutex);
-}
-
-/* rnr_retry 7 retries for ever on InfiniBand: a Send then waits for the peer's receive as
- * long as it takes. 0 to 6 keep the core's bound. */
-VB_API void ndv_qp_rnr_retry(struct ibv_qp *qp, uint8_t rnr_retry)
-{
-    struct vb_qp *q = to_vb_qp(qp);
-
-    q->av.rnr_retry = rnr_retry;
-    nd_qp_set_rnr_wait(q->core, rnr_retry >= 7 ? UINT64_MAX : ND_RNR_WAIT_NS);
 }
 
 VB_API void ndv_qp_cm_timeout(struct ibv_qp *qp, uint8_t timeout)

@@ -218,6 +218,8 @@ int vb_post_bind(struct ibv_qp *qp, const struct ibv_send_wr *wr, uint32_t flags
 int vb_post_bind1(struct ibv_qp *qp, struct ibv_mw *mw, const struct ibv_mw_bind_info *b, uint64_t wr_id,
                   uint32_t flags, uint8_t key);
 int vb_bind_wr_check(struct ibv_qp *qp, const struct ibv_send_wr *wr);
+/* Whether a type 1 bind's rights and range hold against its region: 0 or EINVAL. */
+int vb_bind_check(const struct vb_mw *w, const struct ibv_mw_bind_info *b);
 int vb_post_local_inv(struct vb_context *c, nd_qp *qp, const struct ibv_send_wr *wr, uint32_t flags);
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
