@@ -115,12 +115,73 @@ static int show_adapter(const struct sockaddr *sa, int len, uint64_t *seen, int 
     return 0;
 }
 
+/* A number from a /proc file (the first one in it), or -1. */
+static long proc_number(const char *path, const char *key)
+{
+    char line[256];
+    long v = -1;
+    FILE *f = fopen(path, "r");
+
+    if (!f)
+        return -1;
+    while (v < 0 && fgets(line, sizeof(line), f))
+        if (!key)
+            v = strtol(line, NULL, 10);
+        else if (!strncmp(line, key, strlen(key)))
+            v = strtol(line + strlen(key), NULL, 10);
+    fclose(f);
+    return v;
+}
+
+/* Why a call the shm transport makes was refused with @err: the rule that says no. */
+static const char *refusal_reason(int err, bool ptrace_rule)
+{
+    static char why[160];
+    long yama = proc_number("/proc/sys/kernel/yama/ptrace_scope", NULL);
+    long seccomp = proc_number("/proc/self/status", "Seccomp:");
+
+    if (err == ENOSYS)
+        snprintf(why, sizeof(why), "%s", seccomp == 2 ? "a seccomp filter" : "the kernel lacks the call");
+    else if (ptrace_rule && err == EPERM && yama >= 1)
+        snprintf(why, sizeof(why), "Yama ptrace_scope %ld%s", yama, seccomp == 2 ? ", or a seccomp filter" : "");
+    else if (err == EPERM && seccomp == 2)
+        snprintf(why, sizeof(why), "a seccomp filter");
+    else
+        snprintf(why, sizeof(why), "%s%s", strerror(err), ptrace_rule ? ": ptrace rules (an LSM, a non-dumpable process)" : "");
+    return why;
+}
+
+/*
+ * shm connection messages name descriptors the receiver fetches from its peer
+ * (pidfd_getfd): where that is refused (Docker's default seccomp profile without
+ * CAP_SYS_PTRACE, a kernel before 5.6), same-host peers are served over iwarp. Probe it on
+ * this process.
+ */
+static bool report_fd_fetch(void)
+{
+    long pidfd = syscall(SYS_pidfd_open, getpid(), 0);
+    long fd = pidfd < 0 ? -1 : syscall(SYS_pidfd_getfd, (int)pidfd, 0, 0);
+    int err = fd < 0 ? errno : 0;
+
+    if (fd >= 0)
+        close((int)fd);
+    if (pidfd >= 0)
+        close((int)pidfd);
+    if (!err) {
+        printf("  descriptor fetching (pidfd_getfd): available\n");
+        return true;
+    }
+    printf("  descriptor fetching (pidfd_getfd): REFUSED (%s): same-host peers are served over iwarp\n",
+           refusal_reason(err, true));
+    return false;
+}
+
 /*
  * The shm transport moves Writes, Reads and large Sends with cross-memory attach
  * (process_vm_readv/writev), which ptrace rules (Yama ptrace_scope, non-dumpable
- * processes, LSMs) may refuse. Probe the direction Yama restricts first: a forked child
- * reading its parent. Each connection probes its own peer; peers out of reach are served
- * over iwarp on this host instead.
+ * processes, LSMs) and seccomp filters may refuse. Probe the direction Yama restricts
+ * first: a forked child reading its parent. Each connection probes its own peer; peers out
+ * of reach are served over iwarp on this host instead.
  */
 static void report_cma(void)
 {
@@ -153,7 +214,7 @@ static void report_cma(void)
     else
         printf("  cross-memory attach: REFUSED between unrelated peers (%s): a same-host peer whose memory\n"
                "    cannot be reached is served over iwarp instead (each connection probes its peer)\n",
-               err ? strerror(err) : "short read");
+               err ? refusal_reason(err, true) : "short read");
 }
 
 /* Queue pair and CQ locks a single thread keeps taking go without atomic instructions;
@@ -215,6 +276,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < list->address_count && nseen < 256; i++)
         rc |= show_adapter(list->address[i].sockaddr, list->address[i].sockaddr_length, seen, &nseen);
     printf("\ntransports\n  shm: same host, same network namespace and uid, memory reachable both ways\n");
+    report_fd_fetch();
     report_cma();
     printf("  iwarp: every other peer (TCP, MPA rev 2, DDP/RDMAP as Linux siw speaks them)\n");
     report_lock_bias();
