@@ -416,6 +416,16 @@ static nd_status dial(struct cm_id *id, const struct rdma_conn_param *p)
  * moved to INIT for the connection, as the CM does its own; the application moves it on
  * as it likes (rdma_init_qp_attr).
  */
+/* The connection moved its QP on: the CM's own, or the application's while it has not
+ * begun to destroy it (ndv_qp_cm_state_held). */
+static void conn_qp_state(struct cm_id *id, enum ibv_qp_state state, uint32_t ird, uint32_t ord)
+{
+    if (id->id.qp)
+        ndv_qp_cm_state(id->id.qp, state, ird, ord);
+    else if (id->ext_qp)
+        ndv_qp_cm_state_held(id->ext_qp, state, ird, ord);
+}
+
 static int bind_ext_qp(struct cm_id *id, const struct rdma_conn_param *p)
 {
     if (id->id.qp)
@@ -563,10 +573,7 @@ CM_API int rdma_disconnect(struct rdma_cm_id *cid)
     while (id->completing)
         pthread_cond_wait(&id->cond, &id->lock);
     pthread_mutex_unlock(&id->lock);
-    if (cid->qp)
-        ndv_qp_cm_state(cid->qp, IBV_QPS_ERR, 0, 0);
-    else if (id->ext_qp)
-        ndv_qp_cm_state_held(id->ext_qp, IBV_QPS_ERR, 0, 0);
+    conn_qp_state(id, IBV_QPS_ERR, 0, 0);
     pthread_mutex_lock(&id->lock);
     bool busy = id->op[CM_OP_DISCONNECT].pending || !id->connected;
     pthread_mutex_unlock(&id->lock);
@@ -614,10 +621,7 @@ static void mark_established(struct cm_id *id)
     pthread_mutex_lock(&id->lock);
     id->connected = true;
     pthread_mutex_unlock(&id->lock);
-    if (id->id.qp)
-        ndv_qp_cm_state(id->id.qp, IBV_QPS_RTS, id->ird, id->ord);
-    else if (id->ext_qp)
-        ndv_qp_cm_state_held(id->ext_qp, IBV_QPS_RTS, id->ird, id->ord);
+    conn_qp_state(id, IBV_QPS_RTS, id->ird, id->ord);
     uint32_t alen = sizeof(id->id.route.addr.dst_storage);
     nd_connector_get_peer_address(id->conn, &id->id.route.addr.dst_addr, &alen);
 }
@@ -773,10 +777,7 @@ static void disconnected(struct cm_id *id)
     pthread_mutex_unlock(&id->lock);
     if (!first)
         return;
-    if (id->id.qp)
-        ndv_qp_cm_state(id->id.qp, IBV_QPS_ERR, 0, 0);
-    else if (id->ext_qp)
-        ndv_qp_cm_state_held(id->ext_qp, IBV_QPS_ERR, 0, 0);
+    conn_qp_state(id, IBV_QPS_ERR, 0, 0);
     if (!defer_disconnect(id))
         cm_queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 }

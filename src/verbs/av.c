@@ -20,7 +20,7 @@
  * The context's event thread runs every step after RTR (its port carries the listeners'
  * and connectors' requests), so a program asleep elsewhere still gets connected.
  */
-#include "verbs_int.h"
+#include "post.h"
 #include "core/log.h"
 #include "core/qp_int.h"
 #include "ndv.h"
@@ -204,7 +204,7 @@ static void post_held(struct vb_qp *q, struct av_held *h)
     nd_log(ND_LOG_INFO, ND_SUB_VERBS, "verbs: QP %u: a held request was refused (%d): it fails the QP",
            q->qp.qp_num, err);
     if (nd_qp_post_refused(q->core, (void *)(uintptr_t)h->wr.wr_id, type,
-                           h->bind1 ? h->flags : vb_send_flags(q, h->wr.send_flags),
+                           h->bind1 ? h->flags : (uint32_t)vb_send_flags_of(q, h->wr.send_flags),
                            type == ND_REQUEST_TYPE_BIND ? ND_ACCESS_VIOLATION : ND_NOT_SUPPORTED) == ND_SUCCESS)
         __atomic_store_n(&q->qp.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
     else

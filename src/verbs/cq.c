@@ -110,7 +110,7 @@ VB_API int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq
         errno = EINVAL;
         return -1;
     }
-    n = nd_evq_wait(&(to_vb_channel(channel))->q, event_taken);
+    n = nd_evq_wait(&to_vb_channel(channel)->q, event_taken);
     if (!n)
         return -1;                  /* EAGAIN on a non-blocking channel, EINTR, ... */
     got = (struct vb_cq *)n->owner;
@@ -220,7 +220,7 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
         pthread_cond_wait(&cq->cond, &cq->mutex);
     pthread_mutex_unlock(&cq->mutex);
     if (cq->channel)
-        nd_evq_forget(&(to_vb_channel(cq->channel))->q, q, event_free);
+        nd_evq_forget(&to_vb_channel(cq->channel)->q, q, event_free);
     nd_cq_cancel_overlapped_requests(q->core);
     pthread_mutex_lock(&cq->mutex);
     while (q->armed)

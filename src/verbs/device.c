@@ -203,7 +203,7 @@ VB_API const char *ibv_get_device_name(struct ibv_device *device)
 
 VB_API __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-    return device ? (to_vb_device(device))->guid : 0;
+    return device ? to_vb_device(device)->guid : 0;
 }
 
 VB_API int ibv_get_device_index(struct ibv_device *device)

@@ -64,12 +64,6 @@ nd_request_type vb_request_type(enum ibv_wr_opcode op)
     }
 }
 
-/* The core's flags of a request vb_send_wr_check passed. */
-uint32_t vb_send_flags(const struct vb_qp *q, unsigned flags)
-{
-    return (uint32_t)vb_send_flags_of(q, flags);
-}
-
 int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
     struct vb_qp *q = to_vb_qp(qp);
@@ -219,7 +213,7 @@ static int post_bind(nd_qp *qp, struct vb_mw *w, const struct ibv_mw_bind_info *
 int vb_post_bind1(struct ibv_qp *qp, struct ibv_mw *mw, const struct ibv_mw_bind_info *b, uint64_t wr_id,
                   uint32_t flags, uint8_t key)
 {
-    return post_bind((to_vb_qp(qp))->core, to_vb_mw(mw), b, wr_id, flags, key, true);
+    return post_bind(to_vb_qp(qp)->core, to_vb_mw(mw), b, wr_id, flags, key, true);
 }
 
 static bool bind2_ok(const struct ibv_qp *qp, const struct ibv_send_wr *wr)
@@ -243,7 +237,7 @@ int vb_post_bind(struct ibv_qp *qp, const struct ibv_send_wr *wr, uint32_t flags
 
     if (!bind2_ok(qp, wr))
         return EINVAL;
-    err = post_bind((to_vb_qp(qp))->core, w, &wr->bind_mw.bind_info, wr->wr_id, flags, (uint8_t)wr->bind_mw.rkey, false);
+    err = post_bind(to_vb_qp(qp)->core, w, &wr->bind_mw.bind_info, wr->wr_id, flags, (uint8_t)wr->bind_mw.rkey, false);
     if (!err)
         w->mw.rkey = wr->bind_mw.rkey;
     return err;

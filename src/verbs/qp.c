@@ -87,13 +87,13 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         return NULL;
     }
     if (attr->srq)
-        st = nd_adapter_create_queue_pair_with_srq(c->adapter, (to_vb_cq(attr->recv_cq))->core,
-                                                   (to_vb_cq(attr->send_cq))->core, vb_srq_core(attr->srq),
+        st = nd_adapter_create_queue_pair_with_srq(c->adapter, to_vb_cq(attr->recv_cq)->core,
+                                                   to_vb_cq(attr->send_cq)->core, vb_srq_core(attr->srq),
                                                    &q->qp, cap.max_send_wr, cap.max_send_sge, cap.max_inline_data,
                                                    &q->core);
     else
-        st = nd_adapter_create_queue_pair(c->adapter, (to_vb_cq(attr->recv_cq))->core,
-                                          (to_vb_cq(attr->send_cq))->core, &q->qp, cap.max_recv_wr,
+        st = nd_adapter_create_queue_pair(c->adapter, to_vb_cq(attr->recv_cq)->core,
+                                          to_vb_cq(attr->send_cq)->core, &q->qp, cap.max_recv_wr,
                                           cap.max_send_wr, cap.max_recv_sge, cap.max_send_sge, cap.max_inline_data,
                                           &q->core);
     if (st != ND_SUCCESS) {
@@ -263,12 +263,12 @@ VB_API nd_adapter *ndv_context_adapter(struct ibv_context *ctx)
 
 VB_API nd_qp *ndv_qp_core(struct ibv_qp *qp)
 {
-    return (to_vb_qp(qp))->core;
+    return to_vb_qp(qp)->core;
 }
 
 VB_API bool ndv_qp_receives_pending(struct ibv_qp *qp)
 {
-    return nd_qp_inbound_pending((to_vb_qp(qp))->core);
+    return nd_qp_inbound_pending(to_vb_qp(qp)->core);
 }
 
 /* The CM queued ESTABLISHED before it connects the QP (the peer may send the moment it is
@@ -287,7 +287,7 @@ VB_API void ndv_qp_cm_attaching(struct ibv_qp *qp, bool on)
 
 VB_API void ndv_qp_cm_timeout(struct ibv_qp *qp, uint8_t timeout)
 {
-    (to_vb_qp(qp))->av.timeout = timeout;
+    to_vb_qp(qp)->av.timeout = timeout;
 }
 
 /* An application-managed QP, held until ndv_qp_release: its memory outlives an
@@ -311,7 +311,7 @@ VB_API void ndv_qp_release(struct ibv_qp *qp)
 VB_API void ndv_qp_cm_state_held(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t ird, uint32_t ord)
 {
     pthread_mutex_lock(&qp->mutex);
-    if (!(to_vb_qp(qp))->closing)
+    if (!to_vb_qp(qp)->closing)
         ndv_qp_cm_state(qp, state, ird, ord);
     pthread_mutex_unlock(&qp->mutex);
 }

@@ -227,7 +227,6 @@ int vb_send_wr_check(struct vb_qp *q, const struct ibv_send_wr *wr);
 /* Until the CM has connected the QP (ndv_qp_cm_attaching). */
 void vb_wait_cm_attach(struct vb_qp *q);
 nd_request_type vb_request_type(enum ibv_wr_opcode op);
-uint32_t vb_send_flags(const struct vb_qp *q, unsigned flags);
 int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 void vb_cq_bury(struct ibv_cq *cq, struct vb_qp *q, int slot);
 /* Move @q to ERR (everything outstanding flushes) and say so in ibv_qp.state. */
