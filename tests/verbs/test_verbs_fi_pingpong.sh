@@ -24,6 +24,11 @@ export FI_TCP_IFACE=lo FI_NET_IFACE=lo
 # Below the ephemeral range, apart from the other tests' ports.
 port=$((21000 + $$ % 1000 * 5))
 
+# #54 defect 18, open: over iwarp a Send the peer received can still complete flushed when
+# the peer ends right after its last receive (the fence answer it owed never went out); the
+# client then reports "Work Request Flushed Error" after every size passed (seen under ASan
+# across namespaces, 1 run in 3). Such a run is run once more; a second one fails the test.
+retry_on='Work Request Flushed Error'
 for transport in $transports; do
     # rxm on the verbs QPs' own receives, then on one shared receive queue (an SRQ).
     for srq in 0 1; do
