@@ -521,6 +521,18 @@ static void flush_receives(struct nd_qp *qp)
     qp->rq_flushed = qp->rq_posted;
 }
 
+/* The connection ended or never came (a flush, silence, a refusal), as against an error of
+ * the QP's own requests or memory. */
+static bool peer_gone(nd_status status)
+{
+    switch (nd_wc_status_of(status, ND_REQUEST_TYPE_SEND, false)) {
+    case ND_WCS_FLUSHED: case ND_WCS_RNR_RETRY: case ND_WCS_RETRY_EXC: case ND_WCS_GENERAL:
+        return true;
+    default:
+        return false;
+    }
+}
+
 void nd_qp_fail_locked(struct nd_qp *qp, nd_status status)
 {
     if (qp->failed)
@@ -533,6 +545,10 @@ void nd_qp_fail_locked(struct nd_qp *qp, nd_status status)
     nd_log(ND_LOG_INFO, ND_SUB_CORE, "QP %p enters the error state: %s", (void *)qp, nd_strerror(status));
     if (qp->tops && qp->tops->shutdown)
         qp->tops->shutdown(qp, status);
+    /* Only the peer's going (a disconnect, silence, a refusal) leaves the receives posted;
+     * an error the connection itself met is the QP's error, and flushes them. */
+    if (qp->keep_receives && !peer_gone(status))
+        qp->keep_receives = false;
     if (!qp->keep_receives)
         flush_receives(qp);
 }
@@ -579,8 +595,10 @@ int nd_qp_modify_state(nd_qp *qp, enum nd_qp_state to)
     if (!state_edge(qp->state, to) || (to == ND_QPS_INIT && (qp->failed || qp->tops))) {
         err = -EINVAL;
     } else if (to == ND_QPS_ERR || (to == ND_QPS_RESET && qp->tops)) {
-        /* RESET of a live connection ends it as ERR does: its requests still complete. */
+        /* RESET of a live connection ends it as ERR does: its requests still complete.
+         * Receives kept since the peer left go now, and any posted later flush at once. */
         nd_qp_fail_locked(qp, ND_CANCELED);
+        qp->keep_receives = false;
         flush_receives(qp);
     }
     if (!err)
@@ -612,6 +630,16 @@ void nd_qp_keep_receives(struct nd_qp *qp)
     nd_lock_acquire(&qp->lock);
     qp->keep_receives = true;
     nd_lock_release(&qp->lock);
+}
+
+bool nd_qp_peer_left_quietly(struct nd_qp *qp)
+{
+    bool quiet;
+
+    nd_lock_acquire(&qp->lock);
+    quiet = qp->failed && qp->keep_receives;
+    nd_lock_release(&qp->lock);
+    return quiet;
 }
 
 /* Entries the peer wrote (shm) or the wire placed (iwarp) in the inbound ring are ours once

@@ -222,6 +222,9 @@ void nd_qp_fail_locked(struct nd_qp *qp, nd_status status);
 void nd_qp_fail(struct nd_qp *qp, nd_status status);
 /* From now on a failure of @qp leaves its receives posted (keep_receives). */
 void nd_qp_keep_receives(struct nd_qp *qp);
+/* The connection ended and @qp keeps its receives: as an RC QP whose peer went, it is still
+ * in the state the application last gave it. */
+bool nd_qp_peer_left_quietly(struct nd_qp *qp);
 /* A request the front end accepted but the connection, once up, refuses (@why): the QP
  * fails with @why (what was posted before is flushed), and the request takes its place in
  * the send queue and completes with @why, so that nothing posted is ever lost (verbs' held

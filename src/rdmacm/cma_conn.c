@@ -777,7 +777,10 @@ static void disconnected(struct cm_id *id)
     pthread_mutex_unlock(&id->lock);
     if (!first)
         return;
-    conn_qp_state(id, IBV_QPS_ERR, 0, 0);
+    /* As librdmacm: on an InfiniBand-style device only the application's rdma_disconnect
+     * moves its QP to ERR; an RNIC's QP ends with its connection. */
+    if (cm_iwarp(id))
+        conn_qp_state(id, IBV_QPS_ERR, 0, 0);
     if (!defer_disconnect(id))
         cm_queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 }

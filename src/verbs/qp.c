@@ -103,6 +103,12 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
     }
     nd_qp_set_pd(q->core, vb_pd_id(pd));
     nd_qp_modify_state(q->core, ND_QPS_RESET);     /* ND's QPs start in INIT */
+    /* On an InfiniBand-style device the peer's going leaves the QP as it is, receives
+     * posted, until the application's own disconnect (librdmacm's rule) or a send of its
+     * own fails; an RNIC's connection end flushes them (siw). From creation: the peer may
+     * disconnect before the CM has marked the connection established. */
+    if (c->dev->personality == VB_ROCE)
+        nd_qp_keep_receives(q->core);
     q->qp.context = pd->context;
     q->qp.qp_context = attr->qp_context;
     q->qp.pd = pd;
@@ -200,6 +206,8 @@ VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, s
     /* The core's: a QP that failed is in ERR whatever its last modify said. rdma-core
      * updates the field from the answer too. */
     attr->qp_state = attr->cur_qp_state = (enum ibv_qp_state)nd_qp_get_state(q->core);
+    if (attr->qp_state == IBV_QPS_ERR && nd_qp_peer_left_quietly(q->core))
+        attr->qp_state = attr->cur_qp_state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
     /* An RNIC's QP (siw's) has no RESET of its own: it reports it as INIT. */
     if (attr->qp_state == IBV_QPS_RESET && vb_ctx(qp->context)->dev->personality == VB_IWARP)
         attr->qp_state = attr->cur_qp_state = IBV_QPS_INIT;
@@ -327,6 +335,12 @@ VB_API void ndv_qp_cm_state(struct ibv_qp *qp, enum ibv_qp_state state, uint32_t
     }
     /* Refused only where the QP failed meanwhile (it stays in ERR), or where the
      * application moved it first. From the CM's thread: applications read the field. */
-    nd_qp_modify_state(q->core, (enum nd_qp_state)state);
-    __atomic_store_n(&qp->state, (enum ibv_qp_state)nd_qp_get_state(q->core), __ATOMIC_RELEASE);
+    enum ibv_qp_state now = nd_qp_modify_state(q->core, (enum nd_qp_state)state) == 0 ? state
+                            : (enum ibv_qp_state)nd_qp_get_state(q->core);
+
+    /* A peer gone before the CM marked the connection up leaves it up as far as the QP
+     * shows (nd_qp_peer_left_quietly). */
+    if (now == IBV_QPS_ERR && nd_qp_peer_left_quietly(q->core))
+        now = state;
+    __atomic_store_n(&qp->state, now, __ATOMIC_RELEASE);
 }

@@ -4,8 +4,9 @@
  * server; on each the client sends "fin", waits for its send completion, disconnects and
  * takes its own DISCONNECTED, then tells the server over a pipe. The server moves each
  * connection to a channel of its own (rdma_migrate_id).
- *  1. The server, which has not polled, sees its QP in ERR (its CM has the disconnect) but
- *     no event on its channel while "fin" is unpolled; its poll takes "fin", and then
+ *  1. The server has not polled: no event on its channel while "fin" is unpolled (in the
+ *     iWARP personality it waits until its QP is in ERR, so its CM has the disconnect; an
+ *     InfiniBand-style QP shows nothing of the peer's disconnect); its poll takes "fin", and then
  *     DISCONNECTED comes. (libfabric's rxm reads its channel whenever a poll came back
  *     empty, and closes the connection on DISCONNECTED: a message that landed together
  *     with the disconnect between its poll and its read was lost.)
@@ -30,6 +31,8 @@ static void wait_err(struct ibv_qp *qp)
     struct ibv_qp_attr a;
     struct ibv_qp_init_attr ia;
 
+    if (qp->context->device->transport_type != IBV_TRANSPORT_IWARP)
+        return;
     for (;;) {
         CHECK(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia) == 0);
         if (a.qp_state == IBV_QPS_ERR)

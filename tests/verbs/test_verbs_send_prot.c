@@ -3,7 +3,7 @@
  * A Send whose gather list names a region the program deregistered: the requester's own
  * memory fails its check, so the Send completes IBV_WC_LOC_PROT_ERR (as an RNIC and siw
  * report it), not the remote access error a bad remote key gives. Nothing reaches the
- * responder: its receive is flushed with its buffer untouched. Runs on the transport
+ * responder: its receive is flushed (at its own disconnect) with its buffer untouched. Runs on the transport
  * ND_TRANSPORT picks.
  */
 #include "cm_test.h"
@@ -24,6 +24,8 @@ static void server(struct sockaddr_in *addr, int ready)
     CHECK(rdma_accept(c, NULL) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED)) == 0);
+    /* An InfiniBand-style QP keeps its receive until its own disconnect (as rxe's does). */
+    CHECK(rdma_disconnect(c) == 0 || errno == EINVAL);
     struct ibv_wc wc = cm_poll_one(cq);
     if (wc.wr_id != 7 || wc.status != IBV_WC_WR_FLUSH_ERR) {
         fprintf(stderr, "responder's receive: wc %llu %s\n", (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
