@@ -126,7 +126,7 @@ static struct nd_qp *connect_qp(int sock, bool crc)
     if (!c || nd_adapter_create_queue_pair(adapter, cq, cq, NULL, 4, 4, 2, 2, 64, &qp) != ND_SUCCESS)
         abort();
     nd_lock_acquire(&qp->lock);
-    if (iw_conn_init(c, qp) != ND_SUCCESS)
+    if (iw_conn_init(c, qp, &iw_pumps) != ND_SUCCESS)
         abort();
     c->sock = sock;
     c->crc = crc;

@@ -126,7 +126,7 @@ uint32_t iw_fpdu_cap(void)
     return v < 256 ? 32768 : v > (long)mpa_max ? mpa_max : (uint32_t)v;
 }
 
-static bool want_crc(void)
+bool iw_want_crc(void)
 {
     return !strcmp(nd_env(ND_KNOB_IW_CRC), "1");
 }
@@ -175,7 +175,7 @@ nd_status iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
 
     switch (m->type) {
     case ND_CM_REQ:
-        f.flags = (want_crc() ? MPA_FLAG_CRC : 0) | (offer_extensions() ? MPA_FLAG_ND_OFFER : 0);
+        f.flags = (iw_want_crc() ? MPA_FLAG_CRC : 0) | (offer_extensions() ? MPA_FLAG_ND_OFFER : 0);
         f.ird_word = (uint16_t)((m->ird & MPA_V2_VALUE) | (want_p2p() ? MPA_V2_P2P : 0));
         f.ord_word = (uint16_t)((m->ord & MPA_V2_VALUE) | (want_p2p() ? MPA_V2_RTR_WRITE : 0));
         return send_frame(sock, &f);
@@ -187,7 +187,7 @@ nd_status iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
         f.rev = o & IW_OPT_REV1 ? 1 : 2;
         f.enhanced = f.rev == 2 && (o & IW_OPT_ENHANCED);
         /* CRC is on when either side asks; the Reply's bit is final. */
-        f.flags = (o & IW_OPT_CRC) || want_crc() ? MPA_FLAG_CRC : 0;
+        f.flags = (o & IW_OPT_CRC) || iw_want_crc() ? MPA_FLAG_CRC : 0;
         if (m->type == ND_CM_REJ)
             f.flags |= MPA_FLAG_REJECT;
         else
@@ -234,7 +234,7 @@ static bool reply_acceptable(const struct mpa_frame *f)
 {
     if (f->flags & MPA_FLAG_REJECT)
         return true;
-    if (want_crc() && !(f->flags & MPA_FLAG_CRC)) {
+    if (iw_want_crc() && !(f->flags & MPA_FLAG_CRC)) {
         nd_log(ND_LOG_INFO, ND_SUB_IWARP, "MPA reply without CRC, which we asked for");
         return false;
     }
@@ -313,74 +313,4 @@ nd_status iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect)
 bool iw_accept_waits_rtu(const struct nd_cm_msg *req)
 {
     return (req->xport_opts & (IW_OPT_P2P | IW_OPT_ND)) != 0;
-}
-
-nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
-                    bool active)
-{
-    struct iw_conn *c = calloc(1, sizeof(*c));
-    nd_status st = ND_NO_MEMORY;
-
-    if (!c)
-        return st;
-    nd_lock_acquire(&qp->lock);
-    /* Closed meanwhile (nd_qp_close marks it under this lock): its CQs may be freed. From
-     * here to the end a close waits for us (attaching). */
-    st = nd_qp_valid(qp) ? iw_conn_init(c, qp) : ND_CANCELED;
-    qp->attaching = st == ND_SUCCESS;
-    nd_lock_release(&qp->lock);
-    if (st != ND_SUCCESS) {
-        free(c);
-        return st;
-    }
-    c->sock = *sock;
-    /* The initiator follows the Reply's C bit (checked against our wish when it came);
-     * the responder's Reply said CRC when either side asked. */
-    c->crc = (m->xport_opts & IW_OPT_CRC) || (!active && want_crc());
-    c->ird = ird;
-    c->ord = ord;
-    c->peer_ird = m->ird;
-    c->nd_peer = (m->xport_opts & IW_OPT_ND) != 0;
-    /*
-     * Towards a peer that is not netdirect nothing goes out until its first FPDU came, or
-     * IW_HOLD_FIRST_NS passed (hold_over). siw as initiator fails the connection when bytes
-     * sit behind the Reply it reads; siw as responder installs its receive handler only
-     * after its Reply is out, and the wake-up of bytes that come in between is lost (they
-     * sit unread until more arrive: a ping waits for ever).
-     */
-    c->hold_first = !c->nd_peer && !(m->xport_opts & IW_OPT_P2P);
-    c->hold_until = nd_coarse_ns() + IW_HOLD_FIRST_NS;
-    c->timeout_ns = (uint64_t)iw_timeout_ms() * 1000000;
-    c->fpdu_cap = iw_fpdu_cap();
-    c->fpdu_max = iw_path_fpdu_max(c->sock, c->fpdu_cap);
-    c->mss_checked_ns = nd_coarse_ns();
-    if (!nd_qp_set_connected(qp, &iwarp_transport, c)) {
-        c->sock = -1;           /* still the connector's: it closes it */
-        iw_conn_free(c);
-        nd_lock_acquire(&qp->lock);
-        qp->attaching = false;
-        nd_lock_release(&qp->lock);
-        return ND_CANCELED;
-    }
-    st = iw_engine_add(qp->adapter, c, &iw_pumps);
-    if (st != ND_SUCCESS) {
-        nd_lock_acquire(&qp->lock);
-        c->sock = -1;           /* still the connector's: it closes it */
-        nd_qp_fail_locked(qp, ND_CANCELED);
-        qp->attaching = false;
-        nd_lock_release(&qp->lock);
-        return st;     /* the QP owns the connection now; its destroy frees it */
-    }
-    *sock = -1;                 /* ours now: the peer leaving reaches the connector by nd_qp_peer_left */
-    nd_lock_acquire(&qp->lock);
-    if (active && (m->xport_opts & (IW_OPT_P2P | IW_OPT_ND)))
-        iw_send_rtr(c);
-    iw_rx_pump(c);      /* anything that arrived with the Reply or the RTR */
-    /* Pollers of the QP's CQs move its bytes themselves (busy-poll) and spare the engine. */
-    __atomic_store_n(&qp->has_progress, true, __ATOMIC_RELEASE);
-    qp->attaching = false;
-    nd_lock_release(&qp->lock);
-    nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "QP %p connected (%s, CRC %s, FPDU %u bytes, IRD %u ORD %u)", (void *)qp,
-           active ? "active" : "passive", c->crc ? "on" : "off", c->fpdu_max, ird, ord);
-    return ND_SUCCESS;
 }

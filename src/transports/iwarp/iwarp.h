@@ -2,9 +2,12 @@
 /*
  * The iwarp transport: RDMAP/DDP/MPA over TCP (RFC 5040, 5041, 5044), so that a netdirect
  * process and Linux siw are peers. Connection set-up is MPA request/reply on the TCP
- * connection (iw_cm.c); the data path frames initiator requests into FPDUs and places
- * inbound FPDUs into registered memory (iw_data.c); one progress thread per adapter
- * (iw_engine.c) moves bytes when no application thread is polling.
+ * connection (iw_cm.c); the connection's state and end (iw_conn.c); sending frames
+ * initiator requests into FPDUs (iw_tx.c); receiving places inbound FPDUs into registered
+ * memory (iw_rx.c); the transport's operations and tables (iw_ops.c); one progress thread
+ * per adapter (iw_engine.c) moves bytes when no application thread is polling. Files point
+ * down that list's reverse: ops over cm, rx over tx over conn, all over the engine; the
+ * connection's end and a failed send reach the pumps through c->pumps.
  */
 #ifndef ND_IWARP_H
 #define ND_IWARP_H
@@ -19,6 +22,7 @@
 #define IW_RXBUF 65536u
 #define IW_ENGINE_RX_BUDGET 17u      /* the engine reads 16 times, then looks for a poller */
 #define IW_TXLIN 2048u              /* a batch this small is copied into one buffer: one iovec */
+#define IW_IRQ_CAP 136u             /* inbound Reads in flight: any IRD we negotiate (128) + fences */
 #define IW_MSS_RECHECK_NS (10ull * 1000000)     /* how often FPDU sizing asks TCP's MSS again */
 /* ND_IWARP_TIMEOUT_MS: how long a peer may leave our bytes unacknowledged (TCP), our
  * Reads and fences unanswered, or an FPDU half sent before the connection ends with
@@ -100,7 +104,7 @@ enum iw_rx_state { RX_HDR, RX_PAYLOAD, RX_TRAILER };
 struct iw_conn;
 
 /* What the progress engine (iw_engine.c) calls to move a connection's bytes, the data
- * path's (iw_data.c, iw_rx.c), handed over with the connection (iw_engine_add): the
+ * path's (iw_tx.c, iw_rx.c), handed over with the connection (iw_engine_add): the
  * engine knows connections only as sockets to serve. Each runs with the QP lock held. */
 struct iw_pumps {
     bool (*rx)(struct iw_conn *c);          /* iw_rx_pump */
@@ -225,6 +229,11 @@ int iw_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t 
 nd_status iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp);
 nd_status iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect);
 bool iw_accept_waits_rtu(const struct nd_cm_msg *req);
+/* ND_IWARP_CRC: ask for MPA CRCs. */
+bool iw_want_crc(void);
+uint32_t iw_fpdu_cap(void);
+
+/* iw_ops.c */
 nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
                     bool active);
 
@@ -236,7 +245,10 @@ static inline struct iw_txe *txe_at(struct iw_conn *c, uint32_t index)
     return &c->txq[index & (c->qp->iq_entries - 1)];
 }
 
-/* Shared by iw_data.c (send side, operations) and iw_rx.c (receive side); QP lock held. */
+/* iw_conn.c: the connection; QP lock held */
+/* @pumps: what the connection's end and a failed send call to move bytes (iw_pumps). */
+nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp, const struct iw_pumps *pumps);
+void iw_conn_free(struct iw_conn *c);
 void iw_complete_in_order(struct iw_conn *c);
 void iw_txe_done(struct iw_conn *c, struct iw_txe *e, nd_status st);
 void iw_confirm(struct iw_conn *c, uint32_t upto);
@@ -244,24 +256,6 @@ void iw_send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t 
 void iw_conn_fail(struct iw_conn *c, nd_status why);
 void iw_sock_failed(struct iw_conn *c, int err);
 enum hdr_verdict iw_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, nd_status local);
-
-/* iw_data.c: called with the QP lock held */
-nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp);
-void iw_conn_free(struct iw_conn *c);
-uint32_t iw_fpdu_cap(void);
-uint32_t iw_path_fpdu_max(int sock, uint32_t cap);
-void iw_tx_pump(struct iw_conn *c);
-/* Returns whether the socket gave bytes. */
-bool iw_rx_pump(struct iw_conn *c);
-/* Queue a zero-length RDMA Write to STag 1: the RTR frame of peer-to-peer start-up. */
-void iw_send_rtr(struct iw_conn *c);
-void iw_post(struct nd_qp *qp, const struct nd_wr *wr);
-void iw_recv_posted(struct nd_qp *qp);
-bool iw_progress(struct nd_qp *qp);
-bool iw_poll_conn(struct iw_conn *c);
-void iw_lend(void);
-void iw_queue_full(struct nd_qp *qp);
-void iw_idle(struct nd_qp *qp);
 void iw_shutdown(struct nd_qp *qp, nd_status why);
 /* From the engine: fail @c with ND_IO_TIMEOUT if its oldest Read is overdue (QP lock held). */
 void iw_check_overdue(struct iw_conn *c);
@@ -270,6 +264,25 @@ void iw_mem_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len);
 /* Request @e cannot go on: its buffers were deregistered under it. It fails as a local
  * protection error, the peer hears a Terminate, the rest is flushed. */
 void iw_local_protection(struct iw_conn *c, struct iw_txe *e);
+
+/* iw_tx.c: sending; QP lock held */
+uint32_t iw_path_fpdu_max(int sock, uint32_t cap);
+void iw_tx_pump(struct iw_conn *c);
+/* Queue a zero-length RDMA Write to STag 1: the RTR frame of peer-to-peer start-up. */
+void iw_send_rtr(struct iw_conn *c);
+/* A hold of the first FPDU (hold_first) ends only with time: have the engine watch it. */
+void iw_watch_hold(struct iw_conn *c);
+
+/* iw_rx.c: receiving; QP lock held. Returns whether the socket gave bytes. */
+bool iw_rx_pump(struct iw_conn *c);
+
+/* iw_ops.c: the transport's operations */
+void iw_post(struct nd_qp *qp, const struct nd_wr *wr);
+void iw_recv_posted(struct nd_qp *qp);
+bool iw_progress(struct nd_qp *qp);
+bool iw_poll_conn(struct iw_conn *c);
+void iw_queue_full(struct nd_qp *qp);
+void iw_idle(struct nd_qp *qp);
 static inline uint32_t iw_mtab_gen(const struct iw_conn *c)
 {
     return atomic_load_explicit(&c->qp->adapter->mtab_gen, memory_order_acquire);
@@ -286,6 +299,8 @@ void iw_engine_note_poll(struct iw_conn *c);
 /* Did an application thread poll @c of late (it will move @c's bytes itself)? */
 bool iw_engine_app_polls(struct iw_conn *c);
 void iw_adapter_close(struct nd_adapter *a);
+/* The transport's lend op: a poll that found nothing serves the engine's last connection. */
+void iw_lend(void);
 
 extern const struct nd_transport_ops iwarp_transport;
 
