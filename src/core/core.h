@@ -205,6 +205,15 @@ nd_overlapped *nd_ov_next(nd_overlapped *ov);
 void nd_ov_finish(nd_overlapped *ov, nd_status status, uint64_t bytes, struct nd_ovbatch *batch);
 void nd_ovbatch_init(struct nd_ovbatch *b, struct nd_port *port);
 void nd_port_deliver(struct nd_ovbatch *b);
+/* Take @ov, completed, back out of @port's queue before anyone dequeues it: false when it
+ * is not there (taken already, or not delivered yet). */
+bool nd_port_unqueue(struct nd_port *port, nd_overlapped *ov);
+/* The oldest completed request of @port, waiting up to @timeout_ms (-1: for ever) as
+ * nd_port_wait does, but a signal ends the wait: 0, -EAGAIN (none came), -EINTR, -EIO. */
+int nd_port_take(struct nd_port *port, int timeout_ms, nd_overlapped **out);
+/* Arm @cq for its next completion (@type, as nd_cq_notify): @ov completes on the CQ's port,
+ * and is queued there at once when completions no notify covered are waiting. 0 or -errno. */
+int nd_cq_arm_to_port(struct nd_cq *cq, uint32_t type, nd_overlapped *ov);
 void nd_ovbatch_remove(struct nd_ovbatch *b, nd_overlapped *ov);
 void nd_ovbatch_release(struct nd_ovbatch *b);
 bool nd_ov_is_pending(const nd_overlapped *ov);

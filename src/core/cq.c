@@ -305,7 +305,7 @@ static void complete_notifies(struct nd_cq *cq, nd_status status, bool all, stru
 
 static void cq_fail_locked(struct nd_cq *cq, nd_status status, struct nd_ovbatch *b)
 {
-    if (cq->error != ND_SUCCESS)
+    if (cq->error)
         return;
     cq->error = status;
     nd_log(ND_LOG_WARN, ND_SUB_CQ, "CQ %p failed: %s", (void *)cq, nd_strerror(status));
@@ -320,7 +320,7 @@ static bool cq_progress(struct nd_cq *cq, struct nd_ovbatch *b)
 {
     uint32_t type = armed_type(cq);
 
-    if (cq->error != ND_SUCCESS)
+    if (cq->error)
         return false;
     cq_run_progress(cq);
     if (queued_entries_upto(cq, cq->depth) > cq->depth) {
@@ -361,7 +361,7 @@ static bool cq_rearm_and_look(struct nd_cq *cq, struct nd_ovbatch *b)
 {
     uint32_t type = armed_type(cq);
 
-    if (type == ND_ARM_NONE || cq->error != ND_SUCCESS)
+    if (type == ND_ARM_NONE || cq->error)
         return false;
     arm_store(cq, type);
     return cq_progress(cq, b);
@@ -492,7 +492,7 @@ ND_API nd_status nd_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov)
         return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
     nd_ovbatch_init(&b, cq->ov.port);
     nd_lock_acquire(&cq->lock);
-    if (cq->error != ND_SUCCESS) {
+    if (cq->error) {
         st = cq->error;
     } else if (type == ND_CQ_NOTIFY_ERRORS) {
         nd_ov_start(&cq->ov, ov);
@@ -517,6 +517,17 @@ ND_API nd_status nd_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov)
     nd_lock_release(&cq->lock);
     nd_port_deliver(&b);
     return st;
+}
+
+int nd_cq_arm_to_port(struct nd_cq *cq, uint32_t type, nd_overlapped *ov)
+{
+    nd_status st = nd_cq_notify(cq, type, ov);
+
+    /* Completed at once: nothing went to the port, and its waiter must hear of it. (Once
+     * pending, another thread may complete it any moment: only the status says which.) */
+    if (nd_status_errno(st) == 0 && st != ND_PENDING)
+        st = nd_port_post(cq->ov.port, ov, st, 0);
+    return -nd_status_errno(st);
 }
 
 ND_API nd_status nd_cq_cancel_overlapped_requests(nd_cq *cq)
@@ -567,7 +578,7 @@ ND_API nd_status nd_cq_resize(nd_cq *cq, uint32_t depth)
     if (depth == 0 || depth > nd_caps.max_cqe)
         return ND_INVALID_PARAMETER_1;
     nd_lock_acquire(&cq->lock);
-    if (cq->error != ND_SUCCESS)
+    if (cq->error)
         st = cq->error;
     else if (queued_entries(cq) > depth)
         st = ND_BUFFER_OVERFLOW;

@@ -282,6 +282,24 @@ static nd_overlapped *queue_pop(struct nd_port *port)
     return ov;
 }
 
+bool nd_port_unqueue(struct nd_port *port, nd_overlapped *ov)
+{
+    bool found = false;
+
+    pthread_mutex_lock(&port->queue_lock);
+    for (uint32_t i = 0; i < port->qcount && !found; i++) {
+        if (port->queue[(port->qhead + i) % port->qcap] != ov)
+            continue;
+        for (uint32_t k = i; k + 1 < port->qcount; k++)
+            port->queue[(port->qhead + k) % port->qcap] = port->queue[(port->qhead + k + 1) % port->qcap];
+        port->qcount--;
+        found = true;
+    }
+    queue_fd_update(port);
+    pthread_mutex_unlock(&port->queue_lock);
+    return found;
+}
+
 void nd_port_deliver(struct nd_ovbatch *b)
 {
     struct nd_port *port = b->port;
@@ -565,7 +583,7 @@ static int remaining_ms(int timeout_ms, uint64_t deadline)
     return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
 }
 
-static nd_status port_wait(struct nd_port *port, int timeout_ms, nd_overlapped **out);
+static nd_status port_wait(struct nd_port *port, int timeout_ms, nd_overlapped **out, bool *interrupted);
 
 ND_API nd_status nd_port_wait(nd_port *port, int timeout_ms, nd_overlapped **out)
 {
@@ -576,12 +594,26 @@ ND_API nd_status nd_port_wait(nd_port *port, int timeout_ms, nd_overlapped **out
     if (!out)
         return ND_INVALID_PARAMETER_3;
     atomic_fetch_add(&port->waiters, 1);
-    st = port_wait(port, timeout_ms, out);
+    st = port_wait(port, timeout_ms, out, NULL);
     atomic_fetch_sub(&port->waiters, 1);
     return st;
 }
 
-static nd_status port_wait(struct nd_port *port, int timeout_ms, nd_overlapped **out)
+int nd_port_take(struct nd_port *port, int timeout_ms, nd_overlapped **out)
+{
+    bool interrupted = false;
+    int err;
+
+    *out = NULL;
+    atomic_fetch_add(&port->waiters, 1);
+    err = nd_status_errno(port_wait(port, timeout_ms, out, &interrupted));
+    atomic_fetch_sub(&port->waiters, 1);
+    if (*out)
+        return 0;
+    return interrupted ? -EINTR : err == ETIMEDOUT ? -EAGAIN : -EIO;
+}
+
+static nd_status port_wait(struct nd_port *port, int timeout_ms, nd_overlapped **out, bool *interrupted)
 {
     uint64_t deadline = timeout_ms > 0 ? nd_now_ns() + (uint64_t)timeout_ms * 1000000 : 0;
     struct epoll_event ev[32];
@@ -614,6 +646,11 @@ static nd_status port_wait(struct nd_port *port, int timeout_ms, nd_overlapped *
         atomic_fetch_sub(&port->sleepers, 1);
         if (n < 0 && errno != EINTR)
             return ND_INTERNAL_ERROR;
+        if (n < 0 && interrupted) {
+            *interrupted = true;    /* a signal: the caller reports EINTR, as a read would */
+            expired = true;
+            continue;
+        }
         for (int i = 0; i < n; i++)
             if (ev[i].data.u64 == KICK_EVENT_ID)
                 nd_port_run_kicked(port, &batch);

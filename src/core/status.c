@@ -51,7 +51,7 @@ int nd_status_errno(nd_status st)
     case ND_DEVICE_BUSY: return EBUSY;
     case ND_NOT_SUPPORTED: return EOPNOTSUPP;
     case ND_CONNECTION_REFUSED: return ECONNREFUSED;
-    case ND_IO_TIMEOUT: return ETIMEDOUT;
+    case ND_IO_TIMEOUT: case ND_TIMEOUT: return ETIMEDOUT;
     case ND_NETWORK_UNREACHABLE: return ENETUNREACH;
     case ND_HOST_UNREACHABLE: return EHOSTUNREACH;
     case ND_INVALID_ADDRESS: return EADDRNOTAVAIL;

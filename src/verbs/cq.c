@@ -2,32 +2,37 @@
 /*
  * Completion queues and completion channels.
  *
- * A channel is an event queue behind its descriptor (core/evq.h): ibv_get_cq_event takes
- * the oldest event; a CQ destroyed with events still queued takes them out.
+ * A channel is a completion port of its own, and its descriptor is the port's: the CQs
+ * made with the channel live on that port, so their notify requests complete there, and
+ * ibv_get_cq_event waits on the port itself. The thread asleep in it is the one the
+ * peer's completion wakes (a same-host peer writes the CQ's doorbell, which the port's
+ * epoll set watches); nobody relays the event. A CQ without a channel lives on the
+ * context's port, and its notify request only disarms it there (the event thread).
  *
- * ibv_req_notify_cq arms the core's CQ once (nd_cq_notify): the next completion added, or
- * the next solicited or failed one, completes that request on the context's port. The
- * context's event thread waits on the port and queues the CQ's event on its channel: the
- * application may be blocked in ibv_get_cq_event, with nobody else to notice.
+ * A notify request's memory is not the CQ's (struct vb_channel_notify): once completed it
+ * may sit in the port's queue, or in a waiter's hands between the queue and the channel's
+ * lock, when the CQ is destroyed; whoever holds it last frees it.
  */
 #include "verbs_int.h"
 
-#include "core/evq.h"
 #include "core/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* An event of a CQ whose notify request completed; the node's owner is the CQ. */
-struct vb_event {
-    struct nd_evq_node node;
-};
-
 struct vb_channel {
     struct ibv_comp_channel ch;
-    struct nd_evq q;                /* q.lock also guards ch.refcnt */
+    nd_port *port;
+    pthread_mutex_t lock;           /* ch.refcnt, and vb_channel_notify.cq */
+};
+
+/* A channel CQ's notify request; cq NULL once the CQ is gone (the holder frees it). */
+struct vb_channel_notify {
+    nd_overlapped ov;
+    struct vb_cq *cq;
 };
 
 static struct vb_channel *to_vb_channel(struct ibv_comp_channel *ch)
@@ -35,10 +40,7 @@ static struct vb_channel *to_vb_channel(struct ibv_comp_channel *ch)
     return vb_container_of(ch, struct vb_channel, ch);
 }
 
-static void event_free(struct nd_evq_node *n)
-{
-    free(n);
-}
+static void channel_release(struct vb_channel *ch, struct vb_cq *q);
 
 VB_API struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
 {
@@ -53,11 +55,13 @@ VB_API struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
         errno = ENOMEM;
         return NULL;
     }
-    if (nd_evq_init(&c->q) < 0) {
+    if (nd_status_errno(nd_port_create(&c->port))) {
         free(c);
+        errno = ENOMEM;
         return NULL;
     }
-    c->ch.fd = c->q.fd;
+    pthread_mutex_init(&c->lock, NULL);
+    c->ch.fd = nd_port_fd(c->port);
     c->ch.context = ctx;
     return &c->ch;
 }
@@ -65,56 +69,73 @@ VB_API struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
 VB_API int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
     struct vb_channel *c = to_vb_channel(channel);
+    nd_overlapped *ov;
 
     if (!channel)
         return EINVAL;
-    pthread_mutex_lock(&c->q.lock);
+    pthread_mutex_lock(&c->lock);
     if (channel->refcnt) {
-        pthread_mutex_unlock(&c->q.lock);
+        pthread_mutex_unlock(&c->lock);
         return EBUSY;
     }
-    pthread_mutex_unlock(&c->q.lock);
-    nd_evq_fini(&c->q, event_free);
+    pthread_mutex_unlock(&c->lock);
+    /* Its CQs are gone: what is still queued is the requests they handed over. */
+    while (nd_port_take(c->port, 0, &ov) == 0)
+        free(vb_container_of(ov, struct vb_channel_notify, ov));
+    nd_port_close(c->port);
+    pthread_mutex_destroy(&c->lock);
     free(c);
     return 0;
 }
 
-/* From the event thread: one event for @cq (its notify request completed). */
-static void channel_push(struct vb_channel *c, struct vb_cq *cq)
+/* The waiter took a completed notify request: the CQ's event, or nothing (NULL) when the
+ * request was cancelled or its CQ is going. */
+static struct vb_cq *event_of(struct vb_channel *ch, nd_overlapped *ov)
 {
-    struct vb_event *e = malloc(sizeof(*e));
+    struct vb_channel_notify *n = vb_container_of(ov, struct vb_channel_notify, ov);
+    struct vb_cq *cq;
 
-    if (!e)
-        return;                     /* lost for want of memory: the CQ stays disarmed */
-    e->node.owner = cq;
-    if (nd_evq_push(&c->q, &e->node) < 0)
-        nd_log(ND_LOG_WARN, ND_SUB_VERBS, "completion channel: %m");
-}
+    struct vb_cq *owner;
 
-/* Under the channel's lock: the CQ's destroy waits until this one is acknowledged. */
-static void event_taken(struct nd_evq_node *n)
-{
-    struct vb_cq *cq = (struct vb_cq *)n->owner;
-
-    pthread_mutex_lock(&cq->cq.mutex);
-    cq->events_delivered++;
-    pthread_mutex_unlock(&cq->cq.mutex);
+    pthread_mutex_lock(&ch->lock);
+    owner = n->cq;
+    if (!owner) {
+        pthread_mutex_unlock(&ch->lock);
+        free(n);                    /* handed over by ibv_destroy_cq */
+        return NULL;
+    }
+    pthread_mutex_lock(&owner->cq.mutex);
+    owner->armed = false;
+    /* A request that did not succeed (cancelled by the destroy) is no event. */
+    cq = nd_status_errno(__atomic_load_n(&ov->status, __ATOMIC_ACQUIRE)) || owner->dying ? NULL : owner;
+    if (cq)
+        cq->events_delivered++;     /* ibv_destroy_cq waits for its acknowledgement */
+    pthread_mutex_unlock(&owner->cq.mutex);
+    pthread_mutex_unlock(&ch->lock);
+    return cq;
 }
 
 VB_API int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
-    struct nd_evq_node *n;
-    struct vb_cq *got;
+    struct vb_channel *ch = to_vb_channel(channel);
+    struct vb_cq *got = NULL;
 
     if (!channel || !cq || !cq_context) {
         errno = EINVAL;
         return -1;
     }
-    n = nd_evq_wait(&to_vb_channel(channel)->q, event_taken);
-    if (!n)
-        return -1;                  /* EAGAIN on a non-blocking channel, EINTR, ... */
-    got = (struct vb_cq *)n->owner;
-    free(n);
+    while (!got) {
+        /* The application may have made the descriptor non-blocking, as with rdma-core's. */
+        int fl = fcntl(channel->fd, F_GETFL);
+        nd_overlapped *ov;
+        int err = nd_port_take(ch->port, fl >= 0 && (fl & O_NONBLOCK) ? 0 : -1, &ov);
+
+        if (err) {
+            errno = -err;
+            return -1;
+        }
+        got = event_of(ch, ov);
+    }
     *cq = &got->cq;
     *cq_context = got->cq.cq_context;
     return 0;
@@ -128,23 +149,16 @@ VB_API void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
     pthread_mutex_unlock(&cq->mutex);
 }
 
-/* The event thread's view of a notify request that completed (or was cancelled). */
-static void cq_notified(struct vb_cq *cq, nd_status st)
-{
-    bool deliver;
-
-    pthread_mutex_lock(&cq->cq.mutex);
-    cq->armed = false;
-    deliver = st != ND_CANCELED && !cq->dying && cq->cq.channel;
-    pthread_cond_broadcast(&cq->cq.cond);
-    pthread_mutex_unlock(&cq->cq.mutex);
-    if (deliver)
-        channel_push(to_vb_channel(cq->cq.channel), cq);
-}
-
+/* The event thread's view of a channel-less CQ's notify request: there is no one to tell. */
 static void notify_done(struct vb_work *w, nd_status st)
 {
-    cq_notified(vb_container_of(w, struct vb_cq, notify), st);
+    struct vb_cq *cq = vb_container_of(w, struct vb_cq, notify);
+
+    (void)st;
+    pthread_mutex_lock(&cq->cq.mutex);
+    cq->armed = false;
+    pthread_cond_broadcast(&cq->cq.cond);
+    pthread_mutex_unlock(&cq->cq.mutex);
 }
 
 VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
@@ -161,12 +175,18 @@ VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
     }
     c = vb_ctx(ctx);
     q = calloc(1, sizeof(*q));
+    if (q && channel && !(q->cnotify = calloc(1, sizeof(*q->cnotify)))) {
+        free(q);
+        q = NULL;
+    }
     if (!q) {
         errno = ENOMEM;
         return NULL;
     }
-    st = nd_adapter_create_completion_queue(c->adapter, c->port, (uint32_t)cqe, 0, 0, &q->core);
+    st = nd_adapter_create_completion_queue(c->adapter, channel ? to_vb_channel(channel)->port : c->port,
+                                            (uint32_t)cqe, 0, 0, &q->core);
     if (st != ND_SUCCESS) {
+        free(q->cnotify);
         free(q);
         errno = nd_status_errno(st);
         return NULL;
@@ -180,9 +200,10 @@ VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
     if (channel) {
         struct vb_channel *ch = to_vb_channel(channel);
 
-        pthread_mutex_lock(&ch->q.lock);
+        q->cnotify->cq = q;
+        pthread_mutex_lock(&ch->lock);
         channel->refcnt++;
-        pthread_mutex_unlock(&ch->q.lock);
+        pthread_mutex_unlock(&ch->lock);
     }
     return &q->cq;
 }
@@ -203,7 +224,7 @@ VB_API int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 
 /* A CQ a QP still uses is refused first (EBUSY), as the kernel refuses it before anything
  * else. Otherwise destroy waits until every event delivered for the CQ is acknowledged, as
- * rdma-core's does, and until its notify request is back from the event thread. */
+ * rdma-core's does; an event not yet taken goes with the CQ, as the kernel's does. */
 VB_API int ibv_destroy_cq(struct ibv_cq *cq)
 {
     struct vb_cq *q = to_vb_cq(cq);
@@ -219,25 +240,20 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
     while (cq->comp_events_completed != q->events_delivered)
         pthread_cond_wait(&cq->cond, &cq->mutex);
     pthread_mutex_unlock(&cq->mutex);
-    if (cq->channel)
-        nd_evq_forget(&to_vb_channel(cq->channel)->q, q, event_free);
     nd_cq_cancel_overlapped_requests(q->core);
-    pthread_mutex_lock(&cq->mutex);
-    while (q->armed)
-        pthread_cond_wait(&cq->cond, &cq->mutex);
-    pthread_mutex_unlock(&cq->mutex);
+    if (!cq->channel) {
+        pthread_mutex_lock(&cq->mutex);
+        while (q->armed)
+            pthread_cond_wait(&cq->cond, &cq->mutex);
+        pthread_mutex_unlock(&cq->mutex);
+    }
     st = nd_cq_close(q->core);
     if (st != ND_SUCCESS) {
         q->dying = false;
         return nd_status_errno(st);        /* a QP still uses it (EBUSY) */
     }
-    if (cq->channel) {
-        struct vb_channel *ch = to_vb_channel(cq->channel);
-
-        pthread_mutex_lock(&ch->q.lock);
-        cq->channel->refcnt--;
-        pthread_mutex_unlock(&ch->q.lock);
-    }
+    if (cq->channel)
+        channel_release(to_vb_channel(cq->channel), q);
     /* No poll of this CQ runs now: the QPs it could still name go (with their other CQ's
      * reference gone too). */
     for (struct vb_qp *g = q->graves, *next; g; g = next) {
@@ -253,6 +269,24 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
     return 0;
 }
 
+/*
+ * The CQ leaves its channel. Its notify request, cancelled, is in the port's queue (taken
+ * back out and freed), in a waiter's hands on its way to event_of (handed over: the waiter
+ * frees it), or idle (freed). A waiter changes armed only under the channel's lock.
+ */
+static void channel_release(struct vb_channel *ch, struct vb_cq *q)
+{
+    struct vb_channel_notify *n = q->cnotify;
+
+    pthread_mutex_lock(&ch->lock);
+    if (nd_port_unqueue(ch->port, &n->ov) || !q->armed)
+        free(n);
+    else
+        n->cq = NULL;
+    q->cq.channel->refcnt--;
+    pthread_mutex_unlock(&ch->lock);
+}
+
 /* @q (destroyed) joins @cq's list through its link @slot (0: as its send CQ, 1: receive). */
 void vb_cq_bury(struct ibv_cq *cq, struct vb_qp *q, int slot)
 {
@@ -264,10 +298,23 @@ void vb_cq_bury(struct ibv_cq *cq, struct vb_qp *q, int slot)
     pthread_mutex_unlock(&cq->mutex);
 }
 
+/* A channel CQ's arm: the request completes on the channel's port (the CQ's). */
+static int arm_channel_cq(struct vb_cq *q, uint32_t type)
+{
+    struct vb_channel_notify *n = q->cnotify;
+    int err;
+
+    memset(&n->ov, 0, sizeof(n->ov));
+    err = nd_cq_arm_to_port(q->core, type, &n->ov);
+    q->armed = err == 0;
+    return -err;
+}
+
 /* ibv_req_notify_cq (through ops): arm once, for any completion or a solicited one. */
 int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
     struct vb_cq *q = to_vb_cq(cq);
+    uint32_t type = solicited_only ? ND_CQ_NOTIFY_SOLICITED : ND_CQ_NOTIFY_ANY;
     nd_status st;
     int err;
 
@@ -276,6 +323,13 @@ int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only)
         pthread_mutex_unlock(&cq->mutex);
         return 0;                   /* armed already: the next completion gives one event */
     }
+    if (cq->channel) {
+        /* An event queued and not yet taken leaves it armed: that event covers it. */
+        err = arm_channel_cq(q, type);
+        pthread_mutex_unlock(&cq->mutex);
+        return err;
+    }
+    /* Without a channel nobody hears of it: the event thread only disarms it. */
     err = vb_event_thread_start(vb_ctx(cq->context));
     if (err) {
         pthread_mutex_unlock(&cq->mutex);
@@ -284,16 +338,9 @@ int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only)
     memset(&q->notify, 0, sizeof(q->notify));
     q->notify.done = notify_done;
     q->armed = true;
-    st = nd_cq_notify(q->core, solicited_only ? ND_CQ_NOTIFY_SOLICITED : ND_CQ_NOTIFY_ANY, &q->notify.ov);
+    st = nd_cq_notify(q->core, type, &q->notify.ov);
     if (st != ND_PENDING)
         q->armed = false;
     pthread_mutex_unlock(&cq->mutex);
-    /* The core answers at once when completions no notify has covered are queued (a flush
-     * that landed between the application's last poll and this arm, say): nothing is
-     * queued on the port then, so the event is raised here. An event for completions the
-     * application is about to poll anyway costs it one empty poll; a lost one would leave
-     * it asleep. */
-    if (st == ND_SUCCESS)
-        cq_notified(q, ND_SUCCESS);
-    return nd_status_errno(st);
+    return st == ND_PENDING ? 0 : nd_status_errno(st);
 }

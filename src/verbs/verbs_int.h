@@ -104,11 +104,14 @@ struct vb_mw {
     struct vb_mw *next;             /* in the context's list (mw_lock) */
 };
 
+struct vb_channel_notify;
+
 struct vb_cq {
     struct ibv_cq cq;
     nd_cq *core;
-    struct vb_work notify;          /* the one notify request (ibv_req_notify_cq) */
-    bool armed;                     /* notify is with the core (cq.mutex) */
+    struct vb_work notify;          /* the one notify request of a CQ without a channel */
+    struct vb_channel_notify *cnotify;  /* of a CQ with one: its own memory (cq.c) */
+    bool armed;                     /* notify is with the core, or its event queued (cq.mutex) */
     bool dying;                     /* ibv_destroy_cq has begun (cq.mutex) */
     uint32_t events_delivered;      /* taken by ibv_get_cq_event (cq.mutex) */
     struct vb_qp *graves;           /* destroyed QPs this CQ may still name (cq.mutex) */

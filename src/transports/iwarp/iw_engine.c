@@ -605,7 +605,37 @@ static struct iw_engine *engine_start(void)
         free(e);
         return NULL;
     }
-    live_add(e);
+    return e;
+}
+
+/*
+ * The adapter's engine, started by its first connection. Not under the adapter's lock: a
+ * thread lending its polls (iw_lend) holds live_lock and may need the adapter's lock (a
+ * Send with Invalidate revokes an entry of its memory table), so live_lock is never taken
+ * under it. engine_start_lock makes one engine per adapter.
+ */
+static pthread_mutex_t engine_start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct iw_engine *adapter_engine(struct nd_adapter *a)
+{
+    struct iw_engine *e;
+
+    pthread_mutex_lock(&a->lock);
+    e = a->progress_engine;
+    pthread_mutex_unlock(&a->lock);
+    if (e)
+        return e;
+    pthread_mutex_lock(&engine_start_lock);
+    pthread_mutex_lock(&a->lock);
+    e = a->progress_engine;
+    pthread_mutex_unlock(&a->lock);
+    if (!e && (e = engine_start()) != NULL) {
+        live_add(e);
+        pthread_mutex_lock(&a->lock);
+        a->progress_engine = e;
+        pthread_mutex_unlock(&a->lock);
+    }
+    pthread_mutex_unlock(&engine_start_lock);
     return e;
 }
 
@@ -651,11 +681,7 @@ nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c, const struct iw
     uint32_t slot;
 
     c->pumps = pumps;               /* before the engine can see the connection */
-    pthread_mutex_lock(&a->lock);
-    if (!a->progress_engine)
-        a->progress_engine = engine_start();
-    e = a->progress_engine;
-    pthread_mutex_unlock(&a->lock);
+    e = adapter_engine(a);
     if (!e)
         return ND_INSUFFICIENT_RESOURCES;
     pthread_mutex_lock(&e->lock);
