@@ -211,6 +211,11 @@ bool nd_port_unqueue(struct nd_port *port, nd_overlapped *ov);
 /* The oldest completed request of @port, waiting up to @timeout_ms (-1: for ever) as
  * nd_port_wait does, but a signal ends the wait: 0, -EAGAIN (none came), -EINTR, -EIO. */
 int nd_port_take(struct nd_port *port, int timeout_ms, nd_overlapped **out);
+/* The oldest request already in @port's queue, without a system call: false when none. */
+bool nd_port_take_queued(struct nd_port *port, nd_overlapped **out);
+/* Move what has arrived for @cq into it, completing its notify request if it is due (as a
+ * poll of the CQ would): for a waiter that spins before it sleeps. */
+void nd_cq_look(struct nd_cq *cq);
 /* Arm @cq for its next completion (@type, as nd_cq_notify): @ov completes on the CQ's port,
  * and is queued there at once when completions no notify covered are waiting. 0 or -errno. */
 int nd_cq_arm_to_port(struct nd_cq *cq, uint32_t type, nd_overlapped *ov);

@@ -414,6 +414,11 @@ static void cq_poll(struct nd_ovobj *obj)
     nd_port_deliver(&b);
 }
 
+void nd_cq_look(struct nd_cq *cq)
+{
+    cq_poll(&cq->ov);
+}
+
 static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
 {
     struct nd_cq *cq = cq_of_ovobj(obj);

@@ -300,6 +300,15 @@ bool nd_port_unqueue(struct nd_port *port, nd_overlapped *ov)
     return found;
 }
 
+bool nd_port_take_queued(struct nd_port *port, nd_overlapped **out)
+{
+    pthread_mutex_lock(&port->queue_lock);
+    *out = queue_pop(port);
+    queue_fd_update(port);
+    pthread_mutex_unlock(&port->queue_lock);
+    return *out != NULL;
+}
+
 void nd_port_deliver(struct nd_ovbatch *b)
 {
     struct nd_port *port = b->port;

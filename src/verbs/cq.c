@@ -4,9 +4,10 @@
  *
  * A channel is a completion port of its own, and its descriptor is the port's: the CQs
  * made with the channel live on that port, so their notify requests complete there, and
- * ibv_get_cq_event waits on the port itself. The thread asleep in it is the one the
- * peer's completion wakes (a same-host peer writes the CQ's doorbell, which the port's
- * epoll set watches); nobody relays the event. A CQ without a channel lives on the
+ * ibv_get_cq_event waits on the port itself, after looking at the channel's CQs for a
+ * moment (spin_for_event). The thread asleep in it is the one the peer's completion wakes
+ * (a same-host peer writes the CQ's doorbell, which the port's epoll set watches); nobody
+ * relays the event. A CQ without a channel lives on the
  * context's port, and its notify request only disarms it there (the event thread).
  *
  * A notify request's memory is not the CQ's (struct vb_channel_notify): once completed it
@@ -26,8 +27,14 @@
 struct vb_channel {
     struct ibv_comp_channel ch;
     nd_port *port;
-    pthread_mutex_t lock;           /* ch.refcnt, and vb_channel_notify.cq */
+    pthread_mutex_t lock;           /* ch.refcnt, cqs, and vb_channel_notify.cq */
+    struct vb_cq *cqs;              /* its CQs (vb_cq.channel_next) */
 };
+
+/* How long ibv_get_cq_event looks at the channel's CQs before it sleeps: a wake-up across
+ * CPUs costs tens of microseconds, and the answer to a message just sent is often one or
+ * two away (the core's own CQ waits spin as long). */
+#define VB_EVENT_SPIN_NS (20ull * 1000)
 
 /* A channel CQ's notify request; cq NULL once the CQ is gone (the holder frees it). */
 struct vb_channel_notify {
@@ -41,6 +48,7 @@ static struct vb_channel *to_vb_channel(struct ibv_comp_channel *ch)
 }
 
 static void channel_release(struct vb_channel *ch, struct vb_cq *q);
+static void channel_unlist(struct vb_channel *ch, struct vb_cq *q);
 
 VB_API struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
 {
@@ -115,6 +123,26 @@ static struct vb_cq *event_of(struct vb_channel *ch, nd_overlapped *ov)
     return cq;
 }
 
+/* Look at the channel's CQs for a while, as a poll of each would, until an event is
+ * queued: NULL when none came. Not when another thread of the process spins already. */
+static nd_overlapped *spin_for_event(struct vb_channel *ch)
+{
+    uint64_t end = nd_now_ns() + VB_EVENT_SPIN_NS;
+    nd_overlapped *ov = NULL;
+
+    if (!nd_spin_enter())
+        return NULL;
+    while (!nd_port_take_queued(ch->port, &ov) && nd_now_ns() < end) {
+        pthread_mutex_lock(&ch->lock);
+        for (struct vb_cq *q = ch->cqs; q; q = q->channel_next)
+            nd_cq_look(q->core);
+        pthread_mutex_unlock(&ch->lock);
+        nd_cpu_relax();
+    }
+    nd_spin_leave();
+    return ov;
+}
+
 VB_API int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
     struct vb_channel *ch = to_vb_channel(channel);
@@ -127,8 +155,9 @@ VB_API int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq
     while (!got) {
         /* The application may have made the descriptor non-blocking, as with rdma-core's. */
         int fl = fcntl(channel->fd, F_GETFL);
-        nd_overlapped *ov;
-        int err = nd_port_take(ch->port, fl >= 0 && (fl & O_NONBLOCK) ? 0 : -1, &ov);
+        bool block = fl < 0 || !(fl & O_NONBLOCK);
+        nd_overlapped *ov = block ? spin_for_event(ch) : NULL;
+        int err = ov ? 0 : nd_port_take(ch->port, block ? -1 : 0, &ov);
 
         if (err) {
             errno = -err;
@@ -203,6 +232,8 @@ VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
         q->cnotify->cq = q;
         pthread_mutex_lock(&ch->lock);
         channel->refcnt++;
+        q->channel_next = ch->cqs;
+        ch->cqs = q;
         pthread_mutex_unlock(&ch->lock);
     }
     return &q->cq;
@@ -240,6 +271,8 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
     while (cq->comp_events_completed != q->events_delivered)
         pthread_cond_wait(&cq->cond, &cq->mutex);
     pthread_mutex_unlock(&cq->mutex);
+    if (cq->channel)
+        channel_unlist(to_vb_channel(cq->channel), q);    /* no waiter looks at it now */
     nd_cq_cancel_overlapped_requests(q->core);
     if (!cq->channel) {
         pthread_mutex_lock(&cq->mutex);
@@ -267,6 +300,17 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
     pthread_mutex_destroy(&cq->mutex);
     free(q);
     return 0;
+}
+
+static void channel_unlist(struct vb_channel *ch, struct vb_cq *q)
+{
+    pthread_mutex_lock(&ch->lock);
+    for (struct vb_cq **p = &ch->cqs; *p; p = &(*p)->channel_next)
+        if (*p == q) {
+            *p = q->channel_next;
+            break;
+        }
+    pthread_mutex_unlock(&ch->lock);
 }
 
 /*

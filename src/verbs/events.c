@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * The context's events. Its event thread, started by the first ibv_req_notify_cq, SRQ limit
- * or QP moved to RTR with an address vector, waits on the context's port and runs the
- * handler each completed request carries (struct vb_work): an armed CQ's notify queues the
- * CQ's event on its channel (cq.c), an SRQ's limit an asynchronous event (srq.c), the AV
- * machinery's connections go on (av.c), which must be served while the program waits
- * elsewhere. A program asleep in ibv_get_cq_event has nobody else to turn a completion
- * into the event it waits for. No application code runs on it. And the asynchronous
- * events themselves (ibv_get_async_event).
+ * The context's events. Its event thread, started by the first ibv_req_notify_cq of a CQ
+ * without a channel, SRQ limit or QP moved to RTR with an address vector, waits on the
+ * context's port and runs the handler each completed request carries (struct vb_work): a
+ * channel-less CQ's notify disarms it (cq.c), an SRQ's limit raises an asynchronous event
+ * (srq.c), the AV machinery's connections go on (av.c), which must be served while the
+ * program waits elsewhere. (A CQ with a channel lives on the channel's own port, where
+ * ibv_get_cq_event takes its events itself.) No application code runs on it. And the
+ * asynchronous events themselves (ibv_get_async_event).
  */
 #include "verbs_int.h"
 #include "core/log.h"

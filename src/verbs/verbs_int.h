@@ -111,6 +111,7 @@ struct vb_cq {
     nd_cq *core;
     struct vb_work notify;          /* the one notify request of a CQ without a channel */
     struct vb_channel_notify *cnotify;  /* of a CQ with one: its own memory (cq.c) */
+    struct vb_cq *channel_next;     /* the channel's CQs, for its waiters' spin (channel lock) */
     bool armed;                     /* notify is with the core, or its event queued (cq.mutex) */
     bool dying;                     /* ibv_destroy_cq has begun (cq.mutex) */
     uint32_t events_delivered;      /* taken by ibv_get_cq_event (cq.mutex) */
