@@ -82,17 +82,19 @@ static bool cq_of(nd_adapter *a, const nd_cq *cq)
     return cq && cq->magic == ND_MAGIC_CQ && cq->adapter == a;
 }
 
-/* CreateQueuePair's checks, shared with the SRQ variant. */
-static nd_status check_initiator(uint32_t depth, uint32_t sge, uint32_t inline_size,
-                                 nd_status bad_depth, nd_status bad_sge, nd_status bad_inline)
+/* The ND argument a size past the device's limits is, for CreateQueuePair (@srq false) and
+ * CreateQueuePairWithSrq, whose arguments differ. */
+static nd_status limit_status(enum nd_qp_limit l, bool srq)
 {
-    if (depth == 0 || depth > nd_caps.max_send_wr)
-        return bad_depth;
-    if (sge > nd_caps.max_send_sge)
-        return bad_sge;
-    if (inline_size > nd_caps.max_inline)
-        return bad_inline;
-    return ND_SUCCESS;
+    switch (l) {
+    case ND_QPL_OK: return ND_SUCCESS;
+    case ND_QPL_RQ_DEPTH: return ND_INVALID_PARAMETER_5;
+    case ND_QPL_IQ_DEPTH: return ND_INVALID_PARAMETER_6;
+    case ND_QPL_RQ_SGE: return ND_INVALID_PARAMETER_7;
+    case ND_QPL_IQ_SGE: return srq ? ND_INVALID_PARAMETER_7 : ND_INVALID_PARAMETER_8;
+    case ND_QPL_INLINE: return srq ? ND_INVALID_PARAMETER_8 : ND_INVALID_PARAMETER_9;
+    }
+    return ND_INVALID_PARAMETER;
 }
 
 ND_API nd_status nd_adapter_create_queue_pair(nd_adapter *a, nd_cq *rcq, nd_cq *icq, void *context,
@@ -107,17 +109,12 @@ ND_API nd_status nd_adapter_create_queue_pair(nd_adapter *a, nd_cq *rcq, nd_cq *
         return ND_INVALID_PARAMETER_2;
     if (!cq_of(a, icq))
         return ND_INVALID_PARAMETER_3;
-    if (rq_depth == 0 || rq_depth > nd_caps.max_recv_wr)
-        return ND_INVALID_PARAMETER_5;
-    st = check_initiator(iq_depth, iq_sge, inline_size, ND_INVALID_PARAMETER_6,
-                         ND_INVALID_PARAMETER_8, ND_INVALID_PARAMETER_9);
-    if (st != ND_SUCCESS)
+    struct nd_qp_sizes sz = { rq_depth, iq_depth, rq_sge, iq_sge, inline_size };
+    if ((st = limit_status(nd_qp_limit_exceeded(&sz, false), false)) != ND_SUCCESS)
         return st;
-    if (rq_sge > nd_caps.max_recv_sge)
-        return ND_INVALID_PARAMETER_7;
     if (!qp)
         return ND_INVALID_PARAMETER_10;
-    return nd_qp_create(a, rcq, icq, NULL, context, rq_depth, iq_depth, rq_sge, iq_sge, inline_size, qp);
+    return nd_qp_create(a, rcq, icq, NULL, context, &sz, ND_QPS_INIT, qp);
 }
 
 ND_API nd_status nd_adapter_create_queue_pair_with_srq(nd_adapter *a, nd_cq *rcq, nd_cq *icq,
@@ -134,12 +131,10 @@ ND_API nd_status nd_adapter_create_queue_pair_with_srq(nd_adapter *a, nd_cq *rcq
         return ND_INVALID_PARAMETER_3;
     if (!nd_srq_valid_of(srq, a))
         return ND_INVALID_PARAMETER_4;
-    st = check_initiator(iq_depth, iq_sge, inline_size, ND_INVALID_PARAMETER_6,
-                         ND_INVALID_PARAMETER_7, ND_INVALID_PARAMETER_8);
-    if (st != ND_SUCCESS)
+    struct nd_qp_sizes sz = { 0, iq_depth, 0, iq_sge, inline_size };
+    if ((st = limit_status(nd_qp_limit_exceeded(&sz, true), true)) != ND_SUCCESS)
         return st;
     if (!qp)
         return ND_INVALID_PARAMETER_9;
-    /* The inbound ring holds one entry per receive the SRQ can have outstanding. */
-    return nd_qp_create(a, rcq, icq, srq, context, nd_srq_entries(srq), iq_depth, 1, iq_sge, inline_size, qp);
+    return nd_qp_create(a, rcq, icq, srq, context, &sz, ND_QPS_INIT, qp);
 }

@@ -786,10 +786,29 @@ static nd_status qp_attach(struct nd_qp *qp)
     return ND_SUCCESS;
 }
 
-nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
-                       uint32_t rq_depth, uint32_t iq_depth, uint32_t rq_sge, uint32_t iq_sge,
-                       uint32_t inline_size, struct nd_qp **out)
+enum nd_qp_limit nd_qp_limit_exceeded(const struct nd_qp_sizes *s, bool srq)
 {
+    const struct nd_caps *l = &nd_caps;
+
+    if (!srq && (s->rq_depth == 0 || s->rq_depth > l->max_recv_wr))
+        return ND_QPL_RQ_DEPTH;
+    if (s->iq_depth == 0 || s->iq_depth > l->max_send_wr)
+        return ND_QPL_IQ_DEPTH;
+    if (s->iq_sge > l->max_send_sge)
+        return ND_QPL_IQ_SGE;
+    if (s->inline_size > l->max_inline)
+        return ND_QPL_INLINE;
+    if (!srq && s->rq_sge > l->max_recv_sge)
+        return ND_QPL_RQ_SGE;
+    return ND_QPL_OK;
+}
+
+nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
+                       const struct nd_qp_sizes *sizes, enum nd_qp_state initial, struct nd_qp **out)
+{
+    /* With an SRQ the inbound ring holds one entry per receive the SRQ can have out. */
+    uint32_t rq_depth = srq ? nd_srq_entries(srq) : sizes->rq_depth, rq_sge = srq ? 1 : sizes->rq_sge;
+    uint32_t iq_depth = sizes->iq_depth, iq_sge = sizes->iq_sge, inline_size = sizes->inline_size;
     struct nd_qp *qp = calloc(1, sizeof(*qp));
     nd_status st;
 
@@ -809,7 +828,7 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
     qp->rq_entries = pow2_at_least(rq_depth);
     qp->iq_entries = pow2_at_least(iq_depth);
     qp->cm_sock = -1;
-    qp->state = ND_QPS_INIT;
+    qp->state = initial;
     st = qp_alloc(qp);
     if (st == ND_SUCCESS)
         st = qp_attach(qp);

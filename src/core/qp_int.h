@@ -234,9 +234,21 @@ nd_status nd_qp_post_refused(nd_qp *qp, void *ctx, nd_request_type type, uint32_
 nd_status nd_qp_local_op(struct nd_qp *qp, const struct nd_wr *wr);
 /* Are the local SGEs of @wr registered with the rights it needs (INLINE needs none)? QP lock held. */
 bool nd_qp_local_sges_ok(struct nd_qp *qp, const struct nd_wr *wr);
+/* A QP's queue sizes as a front end asks for them (with an SRQ the receive ones are the
+ * SRQ's, and not asked). */
+struct nd_qp_sizes {
+    uint32_t rq_depth, iq_depth, rq_sge, iq_sge, inline_size;
+};
+
+/* The first size of @s past the device's limits (nd_caps), or ND_QPL_OK: the one place
+ * they are checked. The order is the ND API's argument order of its checks. */
+enum nd_qp_limit { ND_QPL_OK, ND_QPL_RQ_DEPTH, ND_QPL_IQ_DEPTH, ND_QPL_IQ_SGE, ND_QPL_INLINE, ND_QPL_RQ_SGE };
+enum nd_qp_limit nd_qp_limit_exceeded(const struct nd_qp_sizes *s, bool srq);
+
+/* A QP in state @initial (ND's start in INIT, verbs' in RESET), sizes checked already
+ * (nd_qp_limit_exceeded); with @srq its receives are the SRQ's. */
 nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
-                       uint32_t rq_depth, uint32_t iq_depth, uint32_t rq_sge, uint32_t iq_sge,
-                       uint32_t inline_size, struct nd_qp **out);
+                       const struct nd_qp_sizes *sizes, enum nd_qp_state initial, struct nd_qp **out);
 void nd_qp_ref(struct nd_qp *qp);
 void nd_qp_unref(struct nd_qp *qp);
 /* The peer of a connected QP has gone (QP lock held): tell the connector, once. */

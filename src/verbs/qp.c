@@ -29,18 +29,6 @@ _Static_assert(ND_QPS_RESET == (int)IBV_QPS_RESET && ND_QPS_INIT == (int)IBV_QPS
 
 static uint32_t next_qp_num = 0x100;   /* atomic */
 
-static nd_status cap_check(const struct ibv_qp_cap *cap, bool srq)
-{
-    const struct nd_caps *l = &nd_caps;
-
-    if (cap->max_send_wr > l->max_send_wr || cap->max_send_sge > l->max_send_sge ||
-        cap->max_inline_data > l->max_inline)
-        return ND_INVALID_PARAMETER;
-    if (!srq && (cap->max_recv_wr > l->max_recv_wr || cap->max_recv_sge > l->max_recv_sge))
-        return ND_INVALID_PARAMETER;
-    return ND_SUCCESS;
-}
-
 VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
     struct vb_qp *q;
@@ -73,36 +61,29 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         cap.max_recv_sge = 1;
     if (attr->srq)
         cap.max_recv_wr = cap.max_recv_sge = 0;     /* its receives are the SRQ's */
-    if (cap_check(&cap, attr->srq != NULL) != ND_SUCCESS) {
+    struct nd_qp_sizes sz = { cap.max_recv_wr, cap.max_send_wr, cap.max_recv_sge, cap.max_send_sge,
+                              cap.max_inline_data };
+    if (nd_qp_limit_exceeded(&sz, attr->srq != NULL) != ND_QPL_OK) {
         errno = EINVAL;
         return NULL;
     }
     /* The device's inline room whatever was asked, as rdma-core's providers grant theirs
      * (siw its maximum): programs post inline data having asked for none (rdma_xclient). */
-    cap.max_inline_data = nd_caps.max_inline;
+    cap.max_inline_data = sz.inline_size = nd_caps.max_inline;
     c = vb_ctx(pd->context);
     q = calloc(1, sizeof(*q));
     if (!q) {
         errno = ENOMEM;
         return NULL;
     }
-    if (attr->srq)
-        st = nd_adapter_create_queue_pair_with_srq(c->adapter, to_vb_cq(attr->recv_cq)->core,
-                                                   to_vb_cq(attr->send_cq)->core, vb_srq_core(attr->srq),
-                                                   &q->qp, cap.max_send_wr, cap.max_send_sge, cap.max_inline_data,
-                                                   &q->core);
-    else
-        st = nd_adapter_create_queue_pair(c->adapter, to_vb_cq(attr->recv_cq)->core,
-                                          to_vb_cq(attr->send_cq)->core, &q->qp, cap.max_recv_wr,
-                                          cap.max_send_wr, cap.max_recv_sge, cap.max_send_sge, cap.max_inline_data,
-                                          &q->core);
-    if (st != ND_SUCCESS) {
+    st = nd_qp_create(c->adapter, to_vb_cq(attr->recv_cq)->core, to_vb_cq(attr->send_cq)->core,
+                      attr->srq ? vb_srq_core(attr->srq) : NULL, &q->qp, &sz, ND_QPS_RESET, &q->core);
+    if (st) {
         free(q);
         errno = nd_status_errno(st);
         return NULL;
     }
     nd_qp_set_pd(q->core, vb_pd_id(pd));
-    nd_qp_modify_state(q->core, ND_QPS_RESET);     /* ND's QPs start in INIT */
     /* On an InfiniBand-style device the peer's going leaves the QP as it is, receives
      * posted, until the application's own disconnect (librdmacm's rule) or a send of its
      * own fails; an RNIC's connection end flushes them (siw). From creation: the peer may

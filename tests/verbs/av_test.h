@@ -96,7 +96,15 @@ static inline void to_rts(struct side *s, const struct endpoint *peer, uint8_t t
     CHECK(ibv_modify_qp(s->qp, &a, RTR_MASK) == 0);
     a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = timeout, .retry_cnt = retry, .rnr_retry = 7,
                               .max_rd_atomic = 1 };
-    CHECK(ibv_modify_qp(s->qp, &a, RTS_MASK) == 0);
+    int err = ibv_modify_qp(s->qp, &a, RTS_MASK);
+    if (err) {
+        struct ibv_qp_init_attr ia;
+
+        /* Say where the QP is: a connection that failed in RTR fails the RTS step. */
+        CHECK(ibv_query_qp(s->qp, &a, IBV_QP_STATE, &ia) == 0);
+        fprintf(stderr, "RTS refused (%s) with the QP in state %d\n", strerror(err), a.qp_state);
+        exit(1);
+    }
 }
 
 static inline void post_recv(struct side *s, int i)
