@@ -64,7 +64,7 @@ static void peer(uint16_t port, int report_wr)
 static void fpdu_sizes(nd_qp *qp, uint32_t *used, uint32_t *path)
 {
     nd_lock_acquire(&qp->lock);
-    struct iw_conn *c = qp->conn;
+    struct iw_conn *c = iw_conn_of(qp->conn);
 
     CHECK(c != NULL);
     *used = c->fpdu_max;

@@ -213,7 +213,7 @@ static void run_case(enum scenario scen)
     uint32_t want = 1;
     if (scen == TERM_BEHIND_FULL) {
         /* Our own send buffer small too: the Writes below cannot all leave. */
-        int small = 4096, sock = ((struct iw_conn *)s.qp->conn)->sock;
+        int small = 4096, sock = iw_conn_of(s.qp->conn)->sock;
 
         CHECK(setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)) == 0);
     }

@@ -272,6 +272,9 @@ struct nd_mem_user {
 
 #define ND_SPARE_PORTS 4u
 
+/* The transports' slots in an adapter (transport.c lists the transports themselves). */
+enum nd_transport_slot { ND_SLOT_SHM, ND_SLOT_IWARP, ND_TRANSPORT_SLOTS };
+
 struct nd_adapter {
     uint32_t magic;
     atomic_uint refs;               /* 1 for the handle + 1 per child object */
@@ -296,8 +299,10 @@ struct nd_adapter {
     _Atomic uint32_t mtab_gen;      /* bumped before any entry changes (nd_mtab_memo) */
     int ro_fd;                      /* our region re-opened read-only, for peers; -1 until needed */
     struct nd_fd_ref ro_ref;        /* ro_fd as peers name it */
-    void *progress_engine;          /* iwarp's progress thread, started with the first connection */
-    void *shm_sweeper;              /* shm's held-send sweeper, started with the first held Send */
+    /* Each transport's own state for the adapter (its slot, enum nd_transport_slot: iwarp's
+     * progress engine, shm's held-send sweeper), started when first needed and ended by
+     * its adapter_close. The core never looks inside. */
+    void *transport_state[ND_TRANSPORT_SLOTS];
     struct nd_huge_worker *huge_worker; /* hugepages.c: started with the first registration that can use it */
     struct nd_arena *arena;         /* queue pair regions, ours and peers'; peers' adapter regions (arena.c) */
     /* Queue pairs and CQs (mem_barrier.c); users_lock is taken with no object lock held. */

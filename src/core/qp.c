@@ -689,7 +689,7 @@ void nd_qp_set_rnr_wait(nd_qp *qp, uint64_t ns)
     __atomic_store_n(&qp->rnr_wait_ns, ns, __ATOMIC_RELAXED);
 }
 
-bool nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn)
+bool nd_qp_set_connected(struct nd_qp *qp, struct nd_conn *conn)
 {
     nd_lock_acquire(&qp->lock);
     if (!nd_qp_valid(qp)) {
@@ -698,7 +698,7 @@ bool nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, 
     }
     /* Published: Deregister's barrier reads them without the lock (mem_barrier.c). */
     __atomic_store_n(&qp->conn, conn, __ATOMIC_RELEASE);
-    __atomic_store_n(&qp->tops, tops, __ATOMIC_RELEASE);
+    __atomic_store_n(&qp->tops, conn->ops, __ATOMIC_RELEASE);
     /* ND's flow has no steps of its own: the connection takes it to RTS. A verbs QP moves
      * there by modify, before or after its connection is up. */
     if (qp->state == ND_QPS_INIT && !qp->failed)

@@ -133,6 +133,13 @@ struct nd_rq_slot {
 
 struct nd_transport_ops;
 
+/* What every transport's connection begins with (its own struct embeds it first): the
+ * transport it belongs to and its queue pair. */
+struct nd_conn {
+    const struct nd_transport_ops *ops;
+    struct nd_qp *qp;
+};
+
 struct nd_qp {
     uint32_t magic;
     struct nd_adapter *adapter;
@@ -185,7 +192,7 @@ struct nd_qp {
     struct nd_cq_src *lsrc;
     /* transport */
     const struct nd_transport_ops *tops;
-    void *conn;
+    struct nd_conn *conn;           /* the transport's connection, which begins with this base */
     bool has_progress;              /* the transport has deferred work to move */
     atomic_uint refs;               /* the handle, plus a connector using it */
     /* The connector's side of the link, under lock; it unlinks before its socket, source
@@ -278,7 +285,7 @@ void nd_qp_link_cm(struct nd_qp *qp, int sock, const struct nd_port_kick *k);
 /* The transport connected this QP: false, and nothing changed, if the application closed
  * it meanwhile (the connection's set-up runs on a library thread, and the QP's CQs may be
  * gone): the transport then frees what it made. */
-bool nd_qp_set_connected(struct nd_qp *qp, const struct nd_transport_ops *tops, void *conn);
+bool nd_qp_set_connected(struct nd_qp *qp, struct nd_conn *conn);
 /*
  * Move @qp to @to along the edges verbs' modify allows (any state to RESET or ERR; RESET to
  * INIT; INIT to RTR; RTR or RTS to RTS): 0, or -EINVAL without an edge, or for INIT on a QP

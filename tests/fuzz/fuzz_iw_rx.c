@@ -134,7 +134,8 @@ static struct nd_qp *connect_qp(int sock, bool crc)
     c->timeout_ns = 10ull * 1000000000;
     c->fpdu_max = 512;
     nd_lock_release(&qp->lock);
-    nd_qp_set_connected(qp, &iwarp_transport, c);
+    c->base.ops = &iwarp_transport;
+    nd_qp_set_connected(qp, &c->base);
     nd_qp_receive(qp, NULL, &rs, 1);
     rs.buffer = mem + GUARD + 2048;
     nd_qp_receive(qp, NULL, &rs, 1);
@@ -168,7 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         nd_lock_acquire(&qp->lock);
         if (qp->conn)
-            iw_rx_pump(qp->conn);
+            iw_rx_pump(iw_conn_of(qp->conn));
         nd_lock_release(&qp->lock);
         while (read(sv[1], sink, sizeof(sink)) > 0)
             ;

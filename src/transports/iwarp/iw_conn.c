@@ -25,7 +25,7 @@ nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp, const struct iw_pump
 
     if (qp->srq && nd_srq_max_sge(qp->srq) > rsge)
         rsge = nd_srq_max_sge(qp->srq);
-    c->qp = qp;
+    c->base.qp = qp;
     c->pumps = pumps;
     c->sock = -1;
     c->cur_txe = -1;
@@ -79,7 +79,7 @@ void iw_complete_in_order(struct iw_conn *c)
             break;
         e->state = TXE_FREE;
         c->comp_next++;
-        nd_qp_complete_initiator(c->qp, e->wr.index, e->status,
+        nd_qp_complete_initiator(c->base.qp, e->wr.index, e->status,
                                  e->wr.type == ND_REQUEST_TYPE_READ && e->status == ND_SUCCESS ? (uint32_t)e->got : 0);
     }
     c->completing = false;
@@ -206,7 +206,7 @@ void iw_send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t 
 void iw_conn_fail(struct iw_conn *c, nd_status why)
 {
     c->dead = true;                 /* nothing more goes out, not even answers we owe */
-    nd_qp_fail_locked(c->qp, why);
+    nd_qp_fail_locked(c->base.qp, why);
 }
 
 /* The socket failed: a peer that stopped acknowledging is a timeout for the oldest request. */
@@ -246,7 +246,7 @@ void iw_local_protection(struct iw_conn *c, struct iw_txe *e)
  */
 void iw_mem_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len)
 {
-    struct iw_conn *c = qp->conn;
+    struct iw_conn *c = iw_conn_of(qp->conn);
 
     for (uint32_t i = 0; c && !c->dead && i < c->txf_count; i++) {
         struct iw_txf *f = &c->txf[(c->txf_head + i) % IW_TXF_MAX];
@@ -334,7 +334,7 @@ void iw_check_overdue(struct iw_conn *c)
 
 void iw_shutdown(struct nd_qp *qp, nd_status why)
 {
-    struct iw_conn *c = qp->conn;
+    struct iw_conn *c = iw_conn_of(qp->conn);
     bool first = true;
 
     (void)why;
@@ -361,12 +361,12 @@ void iw_shutdown(struct nd_qp *qp, nd_status why)
     }
     c->irq_count = c->irq_fences = 0;
     iw_complete_in_order(c);
-    nd_qp_peer_left(c->qp);
+    nd_qp_peer_left(c->base.qp);
 }
 
 void iw_destroy(struct nd_qp *qp)
 {
-    struct iw_conn *c = qp->conn;
+    struct iw_conn *c = iw_conn_of(qp->conn);
 
     if (!c)
         return;

@@ -119,7 +119,7 @@ static struct nd_qp *lookup_noting(struct iw_engine *e, uint64_t key, struct iw_
     pthread_mutex_lock(&e->lock);
     if (slot < e->cap && e->conns[slot] && e->gen[slot] == (uint32_t)(key >> 32)) {
         *out = e->conns[slot];
-        qp = (*out)->qp;
+        qp = (*out)->base.qp;
         nd_qp_ref(qp);
         if (poll)
             iw_engine_note_poll(*out);
@@ -356,7 +356,7 @@ void iw_lend(void)
             nd_qp_unref(qp);        /* its holder moves its bytes now */
         return;
     }
-    if (qp->conn != c || c->dead) {
+    if (qp->conn != &c->base || c->dead) {
         lend_end(e, key);
     } else if (c->pumps->poll(c)) {
         __atomic_store_n(&e->lent_input_ns, nd_now_ns(), __ATOMIC_RELAXED);
@@ -381,7 +381,7 @@ static bool serve_once(struct iw_engine *e, uint64_t key, uint32_t events, bool 
     if (!qp)
         return false;
     nd_lock_acquire(&qp->lock);
-    if (qp->conn == c && !c->dead) {
+    if (qp->conn == &c->base && !c->dead) {
         c->rx_budget = IW_ENGINE_RX_BUDGET;
         if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && c->pumps->rx(c) && !c->dead)
             lend_ask(e, key);
@@ -391,8 +391,8 @@ static bool serve_once(struct iw_engine *e, uint64_t key, uint32_t events, bool 
             c->pumps->tx(c);
     }
     /* Waits that only time ends: a receive, a responder's hold. */
-    stalled = qp->conn == c && !c->dead && (c->stalled_since || c->hold_first);
-    if (qp->conn == c && !stalled)
+    stalled = qp->conn == &c->base && !c->dead && (c->stalled_since || c->hold_first);
+    if (qp->conn == &c->base && !stalled)
         c->engine_asked = false;
     nd_lock_release(&qp->lock);
     nd_qp_unref(qp);
@@ -473,7 +473,7 @@ static void serve_keys(struct iw_engine *e, const uint64_t *keys, uint32_t n, ui
             nd_qp_unref(qp);
             continue;
         }
-        if (qp->conn == c)
+        if (qp->conn == &c->base)
             fn(c);
         nd_lock_release(&qp->lock);
         nd_qp_unref(qp);
@@ -621,18 +621,18 @@ static struct iw_engine *adapter_engine(struct nd_adapter *a)
     struct iw_engine *e;
 
     pthread_mutex_lock(&a->lock);
-    e = a->progress_engine;
+    e = a->transport_state[ND_SLOT_IWARP];
     pthread_mutex_unlock(&a->lock);
     if (e)
         return e;
     pthread_mutex_lock(&engine_start_lock);
     pthread_mutex_lock(&a->lock);
-    e = a->progress_engine;
+    e = a->transport_state[ND_SLOT_IWARP];
     pthread_mutex_unlock(&a->lock);
     if (!e && (e = engine_start()) != NULL) {
         live_add(e);
         pthread_mutex_lock(&a->lock);
-        a->progress_engine = e;
+        a->transport_state[ND_SLOT_IWARP] = e;
         pthread_mutex_unlock(&a->lock);
     }
     pthread_mutex_unlock(&engine_start_lock);
@@ -779,12 +779,12 @@ void iw_engine_kick(struct iw_conn *c)
 
 void iw_adapter_close(struct nd_adapter *a)
 {
-    struct iw_engine *e = a->progress_engine;
+    struct iw_engine *e = a->transport_state[ND_SLOT_IWARP];
     uint64_t one = 1;
 
     if (!e)
         return;
-    a->progress_engine = NULL;
+    a->transport_state[ND_SLOT_IWARP] = NULL;
     if (pthread_equal(pthread_self(), e->thread))
         __atomic_store_n(&e->detached, true, __ATOMIC_RELEASE);
     __atomic_store_n(&e->stop, true, __ATOMIC_RELEASE);

@@ -52,7 +52,8 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     c->fpdu_cap = iw_fpdu_cap();
     c->fpdu_max = iw_path_fpdu_max(c->sock, c->fpdu_cap);
     c->mss_checked_ns = nd_coarse_ns();
-    if (!nd_qp_set_connected(qp, &iwarp_transport, c)) {
+    c->base.ops = &iwarp_transport;
+    if (!nd_qp_set_connected(qp, &c->base)) {
         c->sock = -1;           /* still the connector's: it closes it */
         iw_conn_free(c);
         nd_lock_acquire(&qp->lock);
@@ -87,7 +88,7 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
 
 void iw_post(struct nd_qp *qp, const struct nd_wr *wr)
 {
-    struct iw_conn *c = qp->conn;
+    struct iw_conn *c = iw_conn_of(qp->conn);
     struct iw_txe *e = txe_at(c, wr->index);
 
     e->wr = *wr;
@@ -122,7 +123,7 @@ void iw_post(struct nd_qp *qp, const struct nd_wr *wr)
 
 void iw_recv_posted(struct nd_qp *qp)
 {
-    struct iw_conn *c = qp->conn;
+    struct iw_conn *c = iw_conn_of(qp->conn);
 
     if (c->stalled_since)
         iw_rx_pump(c);
@@ -163,7 +164,7 @@ static bool send_room(struct iw_conn *c)
  * saving the engine's wake-up. Never waits for the lock. */
 bool iw_progress(struct nd_qp *qp)
 {
-    struct iw_conn *c = qp->conn;
+    struct iw_conn *c = iw_conn_of(qp->conn);
 
     if (!c)
         return false;
@@ -171,7 +172,7 @@ bool iw_progress(struct nd_qp *qp)
     /* Whoever holds the lock (the engine, another poller) may be placing entries now. */
     if (nd_lock_try(&qp->lock))
         return true;
-    if (qp->conn == c && !c->dead)
+    if (qp->conn == &c->base && !c->dead)
         iw_poll_conn(c);
     nd_lock_release(&qp->lock);
     return true;
@@ -195,7 +196,7 @@ bool iw_poll_conn(struct iw_conn *c)
  * (fence answers, Read Responses) or on our side of it (a fence not yet framed). */
 void iw_queue_full(struct nd_qp *qp)
 {
-    struct iw_conn *c = qp->conn;
+    struct iw_conn *c = iw_conn_of(qp->conn);
 
     if (!c || c->dead)
         return;
@@ -208,7 +209,7 @@ void iw_queue_full(struct nd_qp *qp)
  * back to the engine now rather than after IW_POLL_GONE_NS. */
 void iw_idle(struct nd_qp *qp)
 {
-    struct iw_conn *c = qp->conn;
+    struct iw_conn *c = iw_conn_of(qp->conn);
 
     if (!c)
         return;
@@ -216,9 +217,9 @@ void iw_idle(struct nd_qp *qp)
     /* The CQ lock is held: never wait for the QP lock here. Its holder is the engine or
      * another poller; the engine's sweep answers for us then. */
     if (nd_lock_try(&qp->lock) == 0) {
-        if (qp->conn == c && !c->dead && c->owed_since)
+        if (qp->conn == &c->base && !c->dead && c->owed_since)
             iw_tx_pump(c);
-        if (qp->conn == c) {
+        if (qp->conn == &c->base) {
             c->engine_asked = false;    /* the poller no longer watches: the engine does */
             iw_watch_hold(c);
         }
@@ -232,7 +233,7 @@ void iw_idle(struct nd_qp *qp)
 /* Only a netdirect peer knows the opcodes that carry it; siw answers them with a Terminate. */
 static bool iw_carries_imm(struct nd_qp *qp)
 {
-    struct iw_conn *c = qp->conn;
+    struct iw_conn *c = iw_conn_of(qp->conn);
 
     return c && c->nd_peer;
 }

@@ -19,7 +19,7 @@
 /* The receive an inbound Send lands in: the next posted one, or the oldest SRQ slot. */
 static bool claim_receive(struct iw_conn *c)
 {
-    struct nd_qp *qp = c->qp;
+    struct nd_qp *qp = c->base.qp;
     const struct nd_rwqe *w;
     uint32_t nsge, max;
 
@@ -59,9 +59,9 @@ static bool sges_writable(struct iw_conn *c, const nd_sge *sge, uint32_t nsge)
 {
     for (uint32_t i = 0; i < nsge; i++)
         if (sge[i].buffer_length &&
-            nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, sge[i].memory_region_token,
+            nd_mtab_check(c->base.qp->adapter->mtab, ND_MTAB_ENTRIES, sge[i].memory_region_token,
                           (uint64_t)(uintptr_t)sge[i].buffer, sge[i].buffer_length, ND_ACCESS_LOCAL_WRITE,
-                          nd_qp_recv_pd(c->qp)))
+                          nd_qp_recv_pd(c->base.qp)))
             return false;
     return true;
 }
@@ -77,8 +77,8 @@ static bool rx_target_gone(struct iw_conn *c, uint32_t gen)
 
     switch (h->opcode) {
     case IW_OP_WRITE:
-        if (!nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->stag, h->to + c->rx_seg_off, c->rx_left,
-                           ND_ACCESS_REMOTE_WRITE, c->qp->pd)) {
+        if (!nd_mtab_check(c->base.qp->adapter->mtab, ND_MTAB_ENTRIES, h->stag, h->to + c->rx_seg_off, c->rx_left,
+                           ND_ACCESS_REMOTE_WRITE, c->base.qp->pd)) {
             c->rx_gen = gen;
             return false;
         }
@@ -87,7 +87,7 @@ static bool rx_target_gone(struct iw_conn *c, uint32_t gen)
     case IW_OP_READ_RESP: {
         struct iw_txe *e = txe_at(c, (uint32_t)c->rdq[c->rdq_head].txe);
 
-        if (nd_qp_local_sges_ok(c->qp, &e->wr)) {
+        if (nd_qp_local_sges_ok(c->base.qp, &e->wr)) {
             e->checked_gen = gen;
             return false;
         }
@@ -175,7 +175,7 @@ static enum hdr_verdict take_receive(struct iw_conn *c)
         iw_engine_kick(c);
     }
     /* An SRQ waits as long as it takes (ND §3.2); a QP's own queue has a bound. */
-    if (c->qp->srq || nd_now_ns() - c->stalled_since < __atomic_load_n(&c->qp->rnr_wait_ns, __ATOMIC_RELAXED))
+    if (c->base.qp->srq || nd_now_ns() - c->stalled_since < __atomic_load_n(&c->base.qp->rnr_wait_ns, __ATOMIC_RELAXED))
         return HDR_STALL;
     return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_IO_TIMEOUT);
 }
@@ -234,7 +234,7 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
             return v;
         /* Send with Invalidate: the named STag goes before the message is placed. */
         if ((h->opcode == IW_OP_SEND_INV || h->opcode == IW_OP_SEND_SE_INV) &&
-            !nd_mtab_remote_invalidate(c->qp->adapter, h->inval_stag, c->qp->pd))
+            !nd_mtab_remote_invalidate(c->base.qp->adapter, h->inval_stag, c->base.qp->pd))
             return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x09, ND_ACCESS_VIOLATION);
         c->msg_open = true;
         c->msg_bytes = 0;
@@ -263,7 +263,7 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
 /* A remote access our table refused: Terminate with the reason RFC 5040 §7.4 names. */
 static enum hdr_verdict protection_error(struct iw_conn *c, uint32_t stag, uint64_t to, uint64_t len, uint32_t need)
 {
-    enum nd_mtab_why why = nd_mtab_why(c->qp->adapter->mtab, ND_MTAB_ENTRIES, stag, to, len, need, c->qp->pd);
+    enum nd_mtab_why why = nd_mtab_why(c->base.qp->adapter->mtab, ND_MTAB_ENTRIES, stag, to, len, need, c->base.qp->pd);
 
     if (why == ND_MTAB_OK)
         why = ND_MTAB_BAD_STAG;     /* changed between the two looks: it was refused */
@@ -302,8 +302,8 @@ static enum hdr_verdict check_read_request(struct iw_conn *c)
     /* Zero-length Reads (fences, Read RTRs) move no data: they do not count against IRD. */
     if (c->irq_count >= c->irq_cap || (h->rr.size && c->irq_count - c->irq_fences >= c->ird))
         return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x07, ND_CANCELED);
-    if (h->rr.size && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->rr.src_stag, h->rr.src_to,
-                                    h->rr.size, ND_ACCESS_REMOTE_READ, c->qp->pd))
+    if (h->rr.size && nd_mtab_check(c->base.qp->adapter->mtab, ND_MTAB_ENTRIES, h->rr.src_stag, h->rr.src_to,
+                                    h->rr.size, ND_ACCESS_REMOTE_READ, c->base.qp->pd))
         return protection_error(c, h->rr.src_stag, h->rr.src_to, h->rr.size, ND_ACCESS_REMOTE_READ);
     c->expect_msn_read++;
     c->irq_fences += !h->rr.size;
@@ -369,8 +369,8 @@ static enum hdr_verdict on_header(struct iw_conn *c)
     if (h->tagged && h->opcode == IW_OP_WRITE) {
         c->rx_gen = iw_mtab_gen(c);     /* before the check: a later change is seen */
         /* A zero-length Write is an RTR frame (STag 1 by convention): nothing to check. */
-        if (plen && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, h->stag, h->to, plen, ND_ACCESS_REMOTE_WRITE,
-                                  c->qp->pd))
+        if (plen && nd_mtab_check(c->base.qp->adapter->mtab, ND_MTAB_ENTRIES, h->stag, h->to, plen, ND_ACCESS_REMOTE_WRITE,
+                                  c->base.qp->pd))
             return protection_error(c, h->stag, h->to, plen, ND_ACCESS_REMOTE_WRITE);
         return HDR_OK;
     }
@@ -415,7 +415,7 @@ static void complete_receive(struct iw_conn *c, bool unwritable)
 
     c->msg_open = false;
     c->expect_msn_send++;
-    nd_ring_learn_cons(&c->rprod, atomic_load_explicit(&c->qp->inbound_hdr->cons, memory_order_acquire));
+    nd_ring_learn_cons(&c->rprod, atomic_load_explicit(&c->base.qp->inbound_hdr->cons, memory_order_acquire));
     if (!(slot = nd_ring_next(&c->rprod))) {
         iw_conn_fail(c, ND_INTERNAL_ERROR);
         return;

@@ -160,7 +160,7 @@ static void frame_request(struct iw_conn *c, struct iw_txe *e)
 
         /* A registration changed since the buffers were checked: check them again. */
         if (gen != e->checked_gen && !(e->wr.flags & ND_OP_FLAG_INLINE)) {
-            if (!nd_qp_local_sges_ok(c->qp, &e->wr)) {
+            if (!nd_qp_local_sges_ok(c->base.qp, &e->wr)) {
                 iw_local_protection(c, e);
                 return;
             }
@@ -244,8 +244,8 @@ static void frame_read_response(struct iw_conn *c)
     src.buffer_length = want;
     src.memory_region_token = 0;
     /* Checked when the request came; checked again in case the memory went away since. */
-    if (want && nd_mtab_check(c->qp->adapter->mtab, ND_MTAB_ENTRIES, r->src_stag, r->src_to + r->sent, want,
-                              ND_ACCESS_REMOTE_READ, c->qp->pd)) {
+    if (want && nd_mtab_check(c->base.qp->adapter->mtab, ND_MTAB_ENTRIES, r->src_stag, r->src_to + r->sent, want,
+                              ND_ACCESS_REMOTE_READ, c->base.qp->pd)) {
         iw_send_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, NULL);
         iw_conn_fail(c, ND_ACCESS_VIOLATION);
         return;
@@ -275,11 +275,11 @@ static bool start_next(struct iw_conn *c)
     e = txe_at(c, c->tx_next);
     if (e->wr.type == ND_REQUEST_TYPE_BIND || e->wr.type == ND_REQUEST_TYPE_INVALIDATE) {
         c->tx_next++;
-        iw_txe_done(c, e, nd_qp_local_op(c->qp, &e->wr));
+        iw_txe_done(c, e, nd_qp_local_op(c->base.qp, &e->wr));
         return true;
     }
     e->checked_gen = iw_mtab_gen(c);    /* before the check: a later change is seen */
-    if (!(e->wr.flags & ND_OP_FLAG_INLINE) && !nd_qp_local_sges_ok(c->qp, &e->wr)) {
+    if (!(e->wr.flags & ND_OP_FLAG_INLINE) && !nd_qp_local_sges_ok(c->base.qp, &e->wr)) {
         c->tx_next++;
         iw_txe_done(c, e, ND_LOCAL_PROTECTION);
         return true;

@@ -115,7 +115,7 @@ struct iw_pumps {
 extern const struct iw_pumps iw_pumps;
 
 struct iw_conn {
-    struct nd_qp *qp;
+    struct nd_conn base;            /* first: the core's view (ops, qp) */
     struct iw_engine *eng;
     const struct iw_pumps *pumps;   /* the engine's calls (iw_engine_add) */
     uint32_t slot;                  /* in the engine's table */
@@ -242,7 +242,13 @@ enum hdr_verdict { HDR_OK, HDR_STALL, HDR_FAIL };
 
 static inline struct iw_txe *txe_at(struct iw_conn *c, uint32_t index)
 {
-    return &c->txq[index & (c->qp->iq_entries - 1)];
+    return &c->txq[index & (c->base.qp->iq_entries - 1)];
+}
+
+/* The iwarp connection a queue pair's base belongs to (NULL: none). */
+static inline struct iw_conn *iw_conn_of(struct nd_conn *base)
+{
+    return (struct iw_conn *)base;  /* the base is its first member */
 }
 
 /* iw_conn.c: the connection; QP lock held */
@@ -285,7 +291,7 @@ void iw_queue_full(struct nd_qp *qp);
 void iw_idle(struct nd_qp *qp);
 static inline uint32_t iw_mtab_gen(const struct iw_conn *c)
 {
-    return atomic_load_explicit(&c->qp->adapter->mtab_gen, memory_order_acquire);
+    return atomic_load_explicit(&c->base.qp->adapter->mtab_gen, memory_order_acquire);
 }
 
 /* iw_engine.c */

@@ -44,6 +44,7 @@ struct held {
 };
 
 struct shm_conn {
+    struct nd_conn base;            /* first: the core's view (ops, qp) */
     pid_t pid;
     const uint8_t *peer_adapter;    /* read-only, shared by every connection to that adapter */
     const struct nd_mtab_entry *peer_mtab;
@@ -81,7 +82,7 @@ struct shm_conn {
 
 static struct shm_conn *conn_of(struct nd_qp *qp)
 {
-    return qp->conn;
+    return (struct shm_conn *)qp->conn;     /* the base is its first member */
 }
 
 static void poke(int fd)
@@ -739,7 +740,7 @@ static bool shm_progress(struct nd_qp *qp)
 /* Wait for the peer to leave a transfer into or out of our memory (see touch_begin). */
 static void shm_peer_quiesce(struct nd_qp *qp)
 {
-    struct shm_conn *c = __atomic_load_n(&qp->conn, __ATOMIC_ACQUIRE);
+    struct shm_conn *c = (struct shm_conn *)__atomic_load_n(&qp->conn, __ATOMIC_ACQUIRE);
     uint64_t start = 0, checked = 0;
     uint32_t v;
 
@@ -962,7 +963,8 @@ nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *msg, uint32_
     c->ird = ird;
     c->ord = ord;
     c->last_check = nd_now_ns();
-    if (!nd_qp_set_connected(qp, &shm_transport, c))
+    c->base = (struct nd_conn){ .ops = &shm_transport, .qp = qp };
+    if (!nd_qp_set_connected(qp, &c->base))
         goto err;               /* closed meanwhile */
     __atomic_store_n(&qp->has_progress, true, __ATOMIC_RELEASE);
     return ND_SUCCESS;

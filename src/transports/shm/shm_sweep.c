@@ -80,7 +80,7 @@ static struct shm_sweeper *sweeper_of(struct nd_adapter *a)
     struct shm_sweeper *s;
 
     pthread_mutex_lock(&a->lock);
-    s = __atomic_load_n(&a->shm_sweeper, __ATOMIC_RELAXED);
+    s = __atomic_load_n(&a->transport_state[ND_SLOT_SHM], __ATOMIC_RELAXED);
     if (s && s->pid != getpid())
         s = NULL;                   /* a fork child: no sweeper (its lock's state unknown) */
     else if (!s && (s = calloc(1, sizeof(*s)))) {
@@ -94,7 +94,7 @@ static struct shm_sweeper *sweeper_of(struct nd_adapter *a)
             free(s);
             s = NULL;
         }
-        __atomic_store_n(&a->shm_sweeper, s, __ATOMIC_RELEASE);
+        __atomic_store_n(&a->transport_state[ND_SLOT_SHM], s, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&a->lock);
     return s;
@@ -125,7 +125,7 @@ void shm_sweep_watch(struct nd_qp *qp, const struct shm_sweep_client *client)
 
 void shm_sweep_forget(struct nd_qp *qp)
 {
-    struct shm_sweeper *s = __atomic_load_n(&qp->adapter->shm_sweeper, __ATOMIC_ACQUIRE);
+    struct shm_sweeper *s = __atomic_load_n(&qp->adapter->transport_state[ND_SLOT_SHM], __ATOMIC_ACQUIRE);
 
     if (!s || s->pid != getpid())
         return;
@@ -140,11 +140,11 @@ void shm_sweep_forget(struct nd_qp *qp)
 
 void shm_adapter_close(struct nd_adapter *a)
 {
-    struct shm_sweeper *s = a->shm_sweeper;
+    struct shm_sweeper *s = a->transport_state[ND_SLOT_SHM];
 
     if (!s)
         return;
-    a->shm_sweeper = NULL;
+    a->transport_state[ND_SLOT_SHM] = NULL;
     if (s->pid != getpid()) {
         free(s->qps);               /* a fork child: no thread to stop, the lock's state unknown */
         free(s);
