@@ -397,13 +397,14 @@ static void connector_poll(struct nd_ovobj *obj)
     connector_pump_once(connector_of(obj));
 }
 
-static void spin_on_bell(struct nd_connector *c, nd_overlapped *ov, struct nd_qp *qp, uint32_t seen)
+static void spin_on_bell(struct nd_connector *c, nd_overlapped *ov, struct nd_qp *qp,
+                         uint32_t (*bell_of)(struct nd_qp *qp), uint32_t seen)
 {
     uint64_t end = nd_now_ns() + CM_SPIN_NS;
 
     connector_pump_once(c);
     for (uint32_t i = 1; nd_ov_is_pending(ov); i++) {
-        uint32_t bell = atomic_load_explicit(&qp->ctl->cm_bell, memory_order_acquire);
+        uint32_t bell = bell_of(qp);
 
         if (bell != seen) {
             seen = bell;
@@ -426,6 +427,7 @@ static void spin_on_bell(struct nd_connector *c, nd_overlapped *ov, struct nd_qp
  */
 static void connector_spin(struct nd_connector *c, nd_overlapped *ov)
 {
+    uint32_t (*bell_of)(struct nd_qp *qp) = NULL;
     struct nd_qp *qp = NULL;
     bool sock_spin = false;
     uint32_t seen = 0;
@@ -433,16 +435,17 @@ static void connector_spin(struct nd_connector *c, nd_overlapped *ov)
     if (!nd_spin_enter())
         return;
     pthread_mutex_lock(&c->lock);
-    if (c->qp && c->wire && c->wire->cm_ring) {
+    if (c->qp && c->wire && c->wire->cm_bell) {
         qp = c->qp;
         nd_qp_ref(qp);      /* a close on another thread must not free the bell under us */
-        seen = atomic_load_explicit(&qp->ctl->cm_bell, memory_order_acquire);
+        bell_of = c->wire->cm_bell;
+        seen = bell_of(qp);
     } else {
         sock_spin = c->sock >= 0 && !c->wire_owned;
     }
     pthread_mutex_unlock(&c->lock);
     if (qp) {
-        spin_on_bell(c, ov, qp, seen);
+        spin_on_bell(c, ov, qp, bell_of, seen);
         nd_qp_unref(qp);
     } else if (sock_spin) {
         for (uint64_t end = nd_now_ns() + CM_SPIN_NS; nd_ov_is_pending(ov) && nd_now_ns() < end;)

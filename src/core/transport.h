@@ -36,10 +36,11 @@ struct nd_transport_ops {
      * nd_qp_peer_left; the others leave it to the connector. */
     nd_status (*attach)(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
                         bool active);
-    /* Optional: a connection message just went to @qp's peer; ring the peer's cm_bell
-     * (struct nd_qp_ctl) so a connector wait spinning on it sees the message. Connector
-     * waits on a transport without it sleep at once. */
+    /* Optional, both or neither: a connection message just went to @qp's peer, ring the
+     * peer's doorbell (cm_ring); how often @qp's own has rung (cm_bell), which a connector
+     * wait spins on. Connector waits on a transport without them spin on the socket. */
     void (*cm_ring)(struct nd_qp *qp);
+    uint32_t (*cm_bell)(struct nd_qp *qp);
     bool attach_at_rtu;             /* the passive side attaches when the RTU arrives, not at Accept */
     /* Does an Accept of @req wait for the initiator's RTU (NULL: always)? When not, the
      * passive side attaches right after its reply is out and the Accept completes then. */

@@ -841,6 +841,12 @@ static void shm_destroy(struct nd_qp *qp)
     __atomic_store_n(&qp->conn, NULL, __ATOMIC_RELEASE);
 }
 
+/* Our queue pair's doorbell, in its control block: the peer rings it (shm_cm_ring). */
+static uint32_t shm_cm_bell(struct nd_qp *qp)
+{
+    return atomic_load_explicit(&qp->ctl->cm_bell, memory_order_acquire);
+}
+
 static void shm_cm_ring(struct nd_qp *qp)
 {
     struct shm_conn *c;
@@ -870,6 +876,7 @@ const struct nd_transport_ops shm_transport = {
     .cm_recv = shm_cm_recv,
     .attach = shm_cm_attach,
     .cm_ring = shm_cm_ring,
+    .cm_bell = shm_cm_bell,
     .attach_at_rtu = false,
     .post = shm_post,
     .recv_posted = shm_recv_posted,
