@@ -159,7 +159,10 @@ VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 
     if (av && (err = vb_av_check(q, attr, mask)) != 0)
         return err;
-    if ((err = nd_qp_modify_state(q->core, (enum nd_qp_state)attr->qp_state)) != 0)
+    /* A peer that went while this QP waited in RTR: on a fabric nothing tells the QP, and RTS
+     * succeeds; its own sends then fail (rxe's does so). The core's QP failed quietly. */
+    if ((err = nd_qp_modify_state(q->core, (enum nd_qp_state)attr->qp_state)) != 0 &&
+        !(attr->qp_state == IBV_QPS_RTS && qp->state == IBV_QPS_RTR && nd_qp_peer_left_quietly(q->core)))
         return -err;
     /* In RTR before the connection starts: it may come up at once, and leaves the state
      * where the application put it. */
