@@ -7,16 +7,14 @@
  * ibv_get_cq_event waits on the port itself, after looking at the channel's CQs for a
  * moment (spin_for_event). The thread asleep in it is the one the peer's completion wakes
  * (a same-host peer writes the CQ's doorbell, which the port's epoll set watches); nobody
- * relays the event. A CQ without a channel lives on the
- * context's port, and its notify request only disarms it there (the event thread).
+ * relays the event. A CQ without a channel lives on the context's port, and its notify
+ * request only disarms it there (the event thread).
  *
  * A notify request's memory is not the CQ's (struct vb_channel_notify): once completed it
  * may sit in the port's queue, or in a waiter's hands between the queue and the channel's
  * lock, when the CQ is destroyed; whoever holds it last frees it.
  */
 #include "verbs_int.h"
-
-#include "core/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -101,9 +99,7 @@ VB_API int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 static struct vb_cq *event_of(struct vb_channel *ch, nd_overlapped *ov)
 {
     struct vb_channel_notify *n = vb_container_of(ov, struct vb_channel_notify, ov);
-    struct vb_cq *cq;
-
-    struct vb_cq *owner;
+    struct vb_cq *cq, *owner;
 
     pthread_mutex_lock(&ch->lock);
     owner = n->cq;
