@@ -674,13 +674,14 @@ __attribute__((destructor)) static void answer_owed_at_exit(void)
     pthread_mutex_unlock(&live_lock);
 }
 
-nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c, const struct iw_pumps *pumps)
+nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c)
 {
     struct iw_engine *e;
     struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
     uint32_t slot;
 
-    c->pumps = pumps;               /* before the engine can see the connection */
+    /* c->pumps was set by iw_conn_init, under the QP lock, before the engine can see it:
+     * writing it again here, without that lock, raced a destroy's iw_shutdown (TSan). */
     e = adapter_engine(a);
     if (!e)
         return ND_INSUFFICIENT_RESOURCES;

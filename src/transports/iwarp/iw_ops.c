@@ -61,7 +61,7 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
         nd_lock_release(&qp->lock);
         return ND_CANCELED;
     }
-    st = iw_engine_add(qp->adapter, c, &iw_pumps);
+    st = iw_engine_add(qp->adapter, c);
     if (st != ND_SUCCESS) {
         nd_lock_acquire(&qp->lock);
         c->sock = -1;           /* still the connector's: it closes it */

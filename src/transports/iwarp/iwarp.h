@@ -104,7 +104,7 @@ enum iw_rx_state { RX_HDR, RX_PAYLOAD, RX_TRAILER };
 struct iw_conn;
 
 /* What the progress engine (iw_engine.c) calls to move a connection's bytes, the data
- * path's (iw_tx.c, iw_rx.c), handed over with the connection (iw_engine_add): the
+ * path's (iw_tx.c, iw_rx.c), set with the connection (iw_conn_init): the
  * engine knows connections only as sockets to serve. Each runs with the QP lock held. */
 struct iw_pumps {
     bool (*rx)(struct iw_conn *c);          /* iw_rx_pump */
@@ -117,7 +117,7 @@ extern const struct iw_pumps iw_pumps;
 struct iw_conn {
     struct nd_conn base;            /* first: the core's view (ops, qp) */
     struct iw_engine *eng;
-    const struct iw_pumps *pumps;   /* the engine's calls (iw_engine_add) */
+    const struct iw_pumps *pumps;   /* the pumps, for the engine and the end (iw_conn_init) */
     uint32_t slot;                  /* in the engine's table */
     int sock;
     bool crc, dead, completing;
@@ -295,7 +295,7 @@ static inline uint32_t iw_mtab_gen(const struct iw_conn *c)
 }
 
 /* iw_engine.c */
-nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c, const struct iw_pumps *pumps);
+nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c);
 void iw_engine_remove(struct iw_conn *c);
 void iw_engine_want_out(struct iw_conn *c, bool on);
 void iw_engine_kick(struct iw_conn *c);
