@@ -11,6 +11,7 @@
  *   producer, CQ armed        nd_ring_produce that must signal (expect 1: shows the counter works)
  * Needs root or perf_event_paranoid <= 1, and tracefs (bench/cq_notify.sh mounts it).
  */
+#include <netdirect/netdirect.h>
 #include "core/cq_int.h"
 #include "nd_syscount.h"
 

@@ -6,6 +6,7 @@
  * process, samples interleaved, and prints the median and 90th percentile of each.
  *   notify_scale [--json]
  */
+#include <netdirect/netdirect.h>
 #include "core/cq_int.h"
 
 #include <arpa/inet.h>

@@ -99,9 +99,14 @@ figures['nd_api_outside_nd'] = count(re.compile(r'^ND_API\b', re.M),
                                      [p for p in files('src/**/*.c') if not re.search(r'/src/(nd|spi)/', p)])
 for d in ('core', 'transports', 'verbs', 'rdmacm'):
     figures['ntstatus_uses_src_' + d] = count(status_use, files('src/%s/**/*.[ch]' % d))
+# ND's front end is the only part of src/ that may name ND's public functions.
+figures['nd_calls_outside_nd'] = count(re.compile(r'\bnd_(?:%s)\(' % '|'.join(
+    re.findall(r'^ND_API\s+[^(]*?\bnd_(\w+)\(', ''.join(open(p, encoding='utf-8').read() for p in files('src/nd/*.c')), re.M))),
+    [p for d in ('core', 'transports', 'verbs', 'rdmacm') for p in files('src/%s/**/*.[ch]' % d)])
 figures['netdirect_includes_verbs_rdmacm'] = count(re.compile(r'#include [<"]netdirect/'),
                                                    files('src/verbs/**/*.[ch]') + files('src/rdmacm/**/*.[ch]'))
 for label, obj_dir in (('core', 'src/CMakeFiles/nd_objects.dir/core'),
+                       ('nd', 'src/CMakeFiles/nd_api_objects.dir/nd'),
                        ('iwarp', 'src/CMakeFiles/nd_objects.dir/transports/iwarp'),
                        ('shm', 'src/CMakeFiles/nd_objects.dir/transports/shm'),
                        ('verbs', 'src/verbs/CMakeFiles/netdirect-ibverbs.dir'),

@@ -7,6 +7,7 @@
 #define T_IWPEER_H
 
 #include "t_conn.h"
+#include <netdirect/netdirect.h>
 #include "transports/iwarp/wire.h"
 
 #include <netinet/tcp.h>

@@ -4,6 +4,7 @@
 #define T_RING_H
 
 #include "t_util.h"
+#include <netdirect/netdirect.h>
 #include "core/cq_int.h"
 
 #define T_RING_ENTRIES 64

@@ -7,6 +7,7 @@
  * times in a row (more than a chunk holds) and each side still has one chunk.
  */
 #include "t_conn.h"
+#include <netdirect/netdirect.h>
 #include "core/core.h"
 #include "core/qp_int.h"
 

@@ -6,6 +6,7 @@
  * that word before they sleep. A transport with no doorbell (iwarp) leaves it at 0.
  */
 #include "t_conn.h"
+#include <netdirect/netdirect.h>
 #include "core/qp_int.h"
 
 #include <stdlib.h>

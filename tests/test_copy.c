@@ -5,6 +5,7 @@
  * and not a byte before or after the destination range changes.
  */
 #include "t_util.h"
+#include <netdirect/netdirect.h>
 #include "core/copy.h"
 
 #include <stdint.h>

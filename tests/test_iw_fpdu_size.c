@@ -8,6 +8,7 @@
  * Run with the default knob (32 KiB) and with MPA's limit (the MSS alone decides).
  */
 #include "t_iwpeer.h"
+#include <netdirect/netdirect.h>
 #include "core/qp_int.h"
 #include "transports/iwarp/iwarp.h"
 

@@ -8,6 +8,7 @@
  * bytes the peer must get a Terminate before the close. Nothing may crash or hang.
  */
 #include "t_iwpeer.h"
+#include <netdirect/netdirect.h>
 #include "core/qp_int.h"
 #include "transports/iwarp/iwarp.h"
 

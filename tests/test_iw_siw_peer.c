@@ -21,6 +21,7 @@
  * does not know, is refused at the post (ND_NOT_SUPPORTED) and never reaches it.
  */
 #include "t_iwpeer.h"
+#include <netdirect/netdirect.h>
 #include "core/qp_int.h"
 
 #include <errno.h>
@@ -199,8 +200,8 @@ static void exchange(struct t_side *s, enum scenario scen)
     uint32_t nsends = scen == SERVER_FIRST ? 1 : NSENDS;
 
     /* siw knows no immediate data (it would answer with a Terminate): refused at the post. */
-    CHECK_ST(nd_qp_send_imm(s->qp, NULL, &ss, 1, 0, 7), ND_NOT_SUPPORTED);
-    CHECK_ST(nd_qp_write_imm(s->qp, NULL, &ss, 1, (uintptr_t)s->buf, s->token, 0, 7), ND_NOT_SUPPORTED);
+    CHECK(nd_qp_send_imm(s->qp, NULL, &ss, 1, 0, 7) == -EOPNOTSUPP);
+    CHECK(nd_qp_write_imm(s->qp, NULL, &ss, 1, (uintptr_t)s->buf, s->token, 0, 7) == -EOPNOTSUPP);
     for (uint32_t i = 0; i < nsends; i++)
         CHECK_ST(nd_qp_send(s->qp, (void *)(uintptr_t)(100 + i), &ss, 1, 0), ND_SUCCESS);
     while (sent < nsends || recvd < 1) {

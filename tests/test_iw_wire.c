@@ -4,6 +4,7 @@
  * encoder and parser checks, and every frame of the siw captures (tests/data/siw) parsed
  * and re-encoded byte for byte, with the CRC each would carry checked against the decode.
  */
+#include <netdirect/netdirect.h>
 #include "transports/iwarp/wire.h"
 #include "t_util.h"
 

@@ -8,6 +8,7 @@
  * the lock its forking thread was biased to.
  */
 #include "t_util.h"
+#include <netdirect/netdirect.h>
 #include "core/lock.h"
 
 #include <pthread.h>

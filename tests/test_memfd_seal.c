@@ -5,6 +5,7 @@
  * sealed against shrinking or is shorter than its geometry says.
  */
 #include "t_util.h"
+#include <netdirect/netdirect.h>
 #include "core/core.h"
 
 #include <errno.h>

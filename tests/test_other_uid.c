@@ -7,6 +7,7 @@
  * Needs root (exit 77 otherwise).
  */
 #include "t_conn.h"
+#include <netdirect/netdirect.h>
 #include "core/qp_int.h"
 #include "core/transport.h"
 

@@ -7,6 +7,7 @@
  * back and counted once at the client. Runs on both transports.
  */
 #include "t_conn.h"
+#include <netdirect/netdirect.h>
 #include "core/qp_int.h"
 
 #include <pthread.h>

@@ -12,6 +12,7 @@
  */
 #include "t_conn.h"
 #include "t_nofetch.h"
+#include <netdirect/netdirect.h>
 #include "core/qp_int.h"
 #include "core/transport.h"
 

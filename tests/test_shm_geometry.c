@@ -7,6 +7,7 @@
  * queue pairs keep (64 KiB slots for 65536 receives would be 4 GiB), arm slots past the
  * adapter's.
  */
+#include <netdirect/netdirect.h>
 #include "core/core.h"
 #include "core/qp_int.h"
 #include "transports/shm/shm.h"

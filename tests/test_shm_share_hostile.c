@@ -7,6 +7,7 @@
  * (by cross-memory call) and none of the named files may change.
  */
 #include "t_conn.h"
+#include <netdirect/netdirect.h>
 #include "core/mem_int.h"
 
 #include <fcntl.h>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* SRQ: creation checks, receive posting statuses, Modify, the threshold notify, cancellation. */
 #include "t_util.h"
+#include <netdirect/netdirect.h>
 #include "core/srq_int.h"
 
 #include <sys/mman.h>

@@ -93,56 +93,56 @@ void nd_adapter_unref(struct nd_adapter *a)
         adapter_destroy(a);
 }
 
-static nd_status shared_region_create(struct nd_adapter *a)
+static int shared_region_create(struct nd_adapter *a)
 {
     a->shm_size = ARM_AREA_BYTES + MTAB_BYTES;
     a->shm_fd = nd_memfd_sealed("netdirect-adapter", a->shm_size);
     if (a->shm_fd < 0)
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     a->shm = mmap(NULL, a->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, a->shm_fd, 0);
     if (a->shm == MAP_FAILED)
         goto err;
     a->arm_area = (_Atomic uint32_t *)a->shm;
     a->mtab = (struct nd_mtab_entry *)(a->shm + ARM_AREA_BYTES);
-    return ND_SUCCESS;
+    return 0;
 err:
     nd_log(ND_LOG_ERROR, ND_SUB_CORE, "adapter shared region: %m");
     close(a->shm_fd);
-    return ND_INSUFFICIENT_RESOURCES;
+    return -ENOBUFS;
 }
 
-ND_API nd_status nd_open_adapter(uint64_t adapter_id, nd_adapter **out)
+ND_DOOR int ndc_open_adapter(uint64_t adapter_id, nd_adapter **out)
 {
     unsigned ifindex = (unsigned)(adapter_id & 0xffffffffu);
 
     if (!out)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (nd_adapter_id_for_ifindex(ifindex) != adapter_id || !nd_ifindex_exists(ifindex))
-        return ND_INVALID_PARAMETER;
+        return -EINVAL;
     return nd_adapter_create(ifindex, out);
 }
 
-nd_status nd_adapter_create(unsigned ifindex, struct nd_adapter **out)
+int nd_adapter_create(unsigned ifindex, struct nd_adapter **out)
 {
     struct nd_adapter *a;
     uint64_t adapter_id = nd_adapter_id_for_ifindex(ifindex);
-    nd_status st;
+    int st;
 
     /* The lock bias's one-time membarrier registration, here rather than in the middle of
      * a data path's first few hundred messages. */
     (void)nd_lock_bias_available();
     a = calloc(1, sizeof(*a));
     if (!a)
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     a->arm_used = calloc(ND_MAX_CQS_PER_ADAPTER, 1);
     if (!a->arm_used) {
         free(a);
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     }
     st = shared_region_create(a);
-    if (st == ND_SUCCESS)
+    if (st == 0)
         st = nd_mtab_init(a);
-    if (st != ND_SUCCESS) {
+    if (st != 0) {
         if (a->shm && a->shm != MAP_FAILED) {
             munmap(a->shm, a->shm_size);
             close(a->shm_fd);
@@ -160,30 +160,30 @@ nd_status nd_adapter_create(unsigned ifindex, struct nd_adapter **out)
     a->ifindex = ifindex;
     a->magic = ND_MAGIC_ADAPTER;
     *out = a;
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_open_adapter_by_address(const struct sockaddr *addr, uint32_t addr_len,
+ND_DOOR int ndc_open_adapter_by_address(const struct sockaddr *addr, uint32_t addr_len,
                                             nd_adapter **adapter)
 {
     uint64_t id;
-    nd_status st = nd_resolve_address(addr, addr_len, &id);
+    int st = ndc_resolve_address(addr, addr_len, &id);
 
-    return st == ND_SUCCESS ? nd_open_adapter(id, adapter) : st;
+    return st == 0 ? ndc_open_adapter(id, adapter) : st;
 }
 
-ND_API nd_status nd_adapter_close(nd_adapter *a)
+ND_DOOR int ndc_adapter_close(nd_adapter *a)
 {
     if (!nd_adapter_valid(a) || a->closed)
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     a->closed = true;
     nd_adapter_unref(a);
-    return ND_SUCCESS;
+    return 0;
 }
 
-nd_status nd_adapter_arm_alloc(struct nd_adapter *a, uint32_t *slot)
+int nd_adapter_arm_alloc(struct nd_adapter *a, uint32_t *slot)
 {
-    nd_status st = ND_INSUFFICIENT_RESOURCES;
+    int st = -ENOBUFS;
 
     pthread_mutex_lock(&a->lock);
     for (uint32_t n = 0; n < ND_MAX_CQS_PER_ADAPTER; n++) {
@@ -193,7 +193,7 @@ nd_status nd_adapter_arm_alloc(struct nd_adapter *a, uint32_t *slot)
             a->arm_used[i] = 1;
             a->arm_hint = i + 1;
             *slot = i;
-            st = ND_SUCCESS;
+            st = 0;
             break;
         }
     }

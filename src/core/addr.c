@@ -40,16 +40,16 @@ static size_t align8(size_t n)
     return (n + 7) & ~(size_t)7;
 }
 
-nd_status nd_addr_list(unsigned ifindex_filter, nd_address_list *list, uint32_t *size)
+int nd_addr_list(unsigned ifindex_filter, nd_address_list *list, uint32_t *size)
 {
     struct ifaddrs *ifs, *ifa;
     size_t need, count = 0, addr_bytes = 0;
     uint8_t *cursor;
 
     if (!size)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (getifaddrs(&ifs) < 0)
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     for (ifa = ifs; ifa; ifa = ifa->ifa_next)
         if (usable(ifa) && (!ifindex_filter || if_nametoindex(ifa->ifa_name) == ifindex_filter)) {
             count++;
@@ -59,7 +59,7 @@ nd_status nd_addr_list(unsigned ifindex_filter, nd_address_list *list, uint32_t 
     if (!list || *size < need) {
         *size = (uint32_t)need;
         freeifaddrs(ifs);
-        return ND_BUFFER_OVERFLOW;
+        return -EOVERFLOW;
     }
     cursor = (uint8_t *)list + align8(offsetof(nd_address_list, address) + count * sizeof(nd_socket_address));
     list->address_count = 0;
@@ -77,7 +77,7 @@ nd_status nd_addr_list(unsigned ifindex_filter, nd_address_list *list, uint32_t 
     }
     *size = (uint32_t)need;
     freeifaddrs(ifs);
-    return ND_SUCCESS;
+    return 0;
 }
 
 bool nd_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b)
@@ -92,53 +92,53 @@ bool nd_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b)
            (!x->sin6_scope_id || !y->sin6_scope_id || x->sin6_scope_id == y->sin6_scope_id);
 }
 
-nd_status nd_addr_resolve(const struct sockaddr *addr, uint32_t len, unsigned *ifindex)
+int nd_addr_resolve(const struct sockaddr *addr, uint32_t len, unsigned *ifindex)
 {
     struct ifaddrs *ifs, *ifa;
-    nd_status st = ND_INVALID_ADDRESS;
+    int st = -EADDRNOTAVAIL;
 
     if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (len < sockaddr_len(addr->sa_family))
-        return ND_INVALID_BUFFER_SIZE;
+        return -ERANGE;
     if (getifaddrs(&ifs) < 0)
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     for (ifa = ifs; ifa; ifa = ifa->ifa_next)
         if (usable(ifa) && nd_sockaddr_same_host(ifa->ifa_addr, addr)) {
             *ifindex = if_nametoindex(ifa->ifa_name);
-            st = *ifindex ? ND_SUCCESS : ND_INVALID_ADDRESS;
+            st = *ifindex ? 0 : -EADDRNOTAVAIL;
             break;
         }
     /* Linux delivers all of 127.0.0.0/8 locally, through the loopback interface. */
-    if (st != ND_SUCCESS && addr->sa_family == AF_INET &&
+    if (st != 0 && addr->sa_family == AF_INET &&
         (ntohl(((const struct sockaddr_in *)addr)->sin_addr.s_addr) >> 24) == 127) {
         for (ifa = ifs; ifa; ifa = ifa->ifa_next)
             if (usable(ifa) && (ifa->ifa_flags & IFF_LOOPBACK)) {
                 *ifindex = if_nametoindex(ifa->ifa_name);
-                st = ND_SUCCESS;
+                st = 0;
                 break;
             }
     }
     freeifaddrs(ifs);
-    if (st == ND_INVALID_ADDRESS)
+    if (st == -EADDRNOTAVAIL)
         nd_log(ND_LOG_DEBUG, ND_SUB_ADDR, "address not served by any local interface");
     return st;
 }
 
-ND_API nd_status nd_query_address_list(nd_address_list *list, uint32_t *size)
+ND_DOOR int ndc_query_address_list(nd_address_list *list, uint32_t *size)
 {
     return nd_addr_list(0, list, size);
 }
 
-ND_API nd_status nd_resolve_address(const struct sockaddr *addr, uint32_t addr_len, uint64_t *adapter_id)
+ND_DOOR int ndc_resolve_address(const struct sockaddr *addr, uint32_t addr_len, uint64_t *adapter_id)
 {
     unsigned ifindex;
-    nd_status st;
+    int st;
 
     if (!adapter_id)
-        return ND_INVALID_PARAMETER_3;
+        return ND_EARG(3);
     st = nd_addr_resolve(addr, addr_len, &ifindex);
-    if (st == ND_SUCCESS)
+    if (st == 0)
         *adapter_id = nd_adapter_id_for_ifindex(ifindex);
     return st;
 }

@@ -162,7 +162,7 @@ static bool last_with_room(struct nd_arena *ar, struct nd_arena_chunk *k)
     return true;
 }
 
-nd_status nd_area_get(struct nd_adapter *a, size_t bytes, size_t zero, struct nd_area *area)
+int nd_area_get(struct nd_adapter *a, size_t bytes, size_t zero, struct nd_area *area)
 {
     struct nd_arena *ar;
     struct nd_arena_chunk *k = NULL;
@@ -180,7 +180,7 @@ nd_status nd_area_get(struct nd_adapter *a, size_t bytes, size_t zero, struct nd
         take_area(k, false, &dead, &alive, &i);
     pthread_mutex_unlock(&a->lock);
     if (!k)
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     area->chunk = k;
     area->index = i;
     area->map = k->map + (size_t)i * bytes;
@@ -189,7 +189,7 @@ nd_status nd_area_get(struct nd_adapter *a, size_t bytes, size_t zero, struct nd
     /* A used area's control block, ring and receive descriptors must read as new; what
      * its message slots held is overwritten before it is read. */
     memset(area->map, 0, zero);
-    return ND_SUCCESS;
+    return 0;
 }
 
 void nd_area_put(struct nd_adapter *a, struct nd_area *area, bool shared, pid_t peer)

@@ -40,29 +40,29 @@ static bool connector_valid(const struct nd_connector *c)
     return c && c->magic == ND_MAGIC_CONNECTOR;
 }
 
-nd_status nd_connector_reserve_if_unset(struct nd_connector *c)
+int nd_connector_reserve_if_unset(struct nd_connector *c)
 {
     struct sockaddr_storage want = c->local;
 
     if (nd_sockaddr_port((struct sockaddr *)&c->local))
-        return ND_SUCCESS;
+        return 0;
     c->port_spare = true;           /* ours to give back to the adapter when we go */
     return nd_adapter_reserve_port(c->adapter, (struct sockaddr *)&want, &c->local, &c->port_fd);
 }
 
-ND_API nd_status nd_adapter_create_connector(nd_adapter *a, nd_port *port, nd_connector **out)
+ND_DOOR int ndc_adapter_create_connector(nd_adapter *a, nd_port *port, nd_connector **out)
 {
     struct nd_connector *c;
 
     if (!nd_adapter_valid(a))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!nd_port_valid(port))
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (!out)
-        return ND_INVALID_PARAMETER_3;
+        return ND_EARG(3);
     c = calloc(1, sizeof(*c));
     if (!c)
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     c->adapter = a;
     c->port_fd = c->sock = -1;
     nd_cm_msg_init(&c->msg, 0);
@@ -72,24 +72,24 @@ ND_API nd_status nd_adapter_create_connector(nd_adapter *a, nd_port *port, nd_co
     nd_port_ref(port);
     c->magic = ND_MAGIC_CONNECTOR;
     *out = c;
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_connector_bind(nd_connector *c, const struct sockaddr *addr, uint32_t len)
+ND_DOOR int ndc_connector_bind(nd_connector *c, const struct sockaddr *addr, uint32_t len)
 {
-    nd_status st;
+    int st;
 
     if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!nd_sockaddr_ok(addr, len))
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     pthread_mutex_lock(&c->lock);
     if (c->state != ND_CS_IDLE)
-        st = STATUS_ADDRESS_ALREADY_ASSOCIATED;
-    else if ((st = nd_cm_check_local(c->adapter, addr, false)) != ND_SUCCESS)
+        st = -EADDRINUSE;
+    else if ((st = nd_cm_check_local(c->adapter, addr, false)) != 0)
         ;
     else if (nd_sockaddr_port(addr)) {
-        if ((st = nd_cm_reserve_port(addr, &c->local, &c->port_fd, false)) == ND_SUCCESS)
+        if ((st = nd_cm_reserve_port(addr, &c->local, &c->port_fd, false)) == 0)
             c->state = ND_CS_BOUND;
     } else {
         /* Port 0: picked when first needed. Over TCP the connection's own port serves
@@ -104,7 +104,7 @@ ND_API nd_status nd_connector_bind(nd_connector *c, const struct sockaddr *addr,
 
 /* ---- completing pending requests (connector lock held) ---- */
 
-static void finish_kind(struct nd_connector *c, enum nd_conn_req kind, nd_status st, struct nd_ovbatch *b)
+static void finish_kind(struct nd_connector *c, enum nd_conn_req kind, int st, struct nd_ovbatch *b)
 {
     nd_overlapped *ov = c->ov.head, *next;
 
@@ -138,11 +138,11 @@ static void close_sock(struct nd_connector *c)
 
 static void deadline_stop(struct nd_connector *c);
 static void deadline_start(struct nd_connector *c);
-static nd_status redirect(struct nd_connector *c);
+static int redirect(struct nd_connector *c);
 
 /* A Connect failed: back to AddressBound, to be retried (connector lock held). A port
  * the failed connection's socket held is gone with it. */
-static void connect_failed(struct nd_connector *c, nd_status why, struct nd_ovbatch *b)
+static void connect_failed(struct nd_connector *c, int why, struct nd_ovbatch *b)
 {
     close_sock(c);
     deadline_stop(c);
@@ -160,12 +160,12 @@ static void connect_failed(struct nd_connector *c, nd_status why, struct nd_ovba
 static void peer_disconnected(struct nd_connector *c, struct nd_ovbatch *b)
 {
     if (c->qp)
-        nd_qp_fail(c->qp, ND_CANCELED);
+        nd_qp_fail(c->qp, -ECANCELED);
     c->state = ND_CS_PASSIVE_DISC;
-    finish_kind(c, ND_CR_NOTIFY_DISC, ND_SUCCESS, b);
+    finish_kind(c, ND_CR_NOTIFY_DISC, 0, b);
 }
 
-static nd_status attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active);
+static int attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active);
 
 static void on_message(struct nd_connector *c, struct nd_cm_msg *m, struct nd_ovbatch *b)
 {
@@ -176,31 +176,31 @@ static void on_message(struct nd_connector *c, struct nd_cm_msg *m, struct nd_ov
             c->have_msg = true;
             nd_cm_msg_init(m, 0);
             c->state = ND_CS_REP_RECEIVED;
-            finish_kind(c, ND_CR_CONNECT, ND_SUCCESS, b);
-        } else if (m->type == ND_CM_REJ && m->redirect && redirect(c) == ND_SUCCESS) {
+            finish_kind(c, ND_CR_CONNECT, 0, b);
+        } else if (m->type == ND_CM_REJ && m->redirect && redirect(c) == 0) {
             nd_log(ND_LOG_INFO, ND_SUB_CM, "connector %p: redirected to %s", (void *)c, c->wire->name);
         } else if (m->type == ND_CM_REJ) {
             c->msg = *m;
             c->have_msg = true;
-            connect_failed(c, ND_CONNECTION_REFUSED, b);
+            connect_failed(c, -ECONNREFUSED, b);
         }
         break;
     case ND_CS_ACCEPTING:
-        if (m->type == ND_CM_RTU && c->wire->attach_at_rtu && attach_qp(c, c->qp, false) != ND_SUCCESS) {
+        if (m->type == ND_CM_RTU && c->wire->attach_at_rtu && attach_qp(c, c->qp, false) != 0) {
             c->state = ND_CS_DISCONNECTED;
-            nd_qp_fail(c->qp, ND_CANCELED);
-            finish_kind(c, ND_CR_ACCEPT, ND_CONNECTION_ABORTED, b);
+            nd_qp_fail(c->qp, -ECANCELED);
+            finish_kind(c, ND_CR_ACCEPT, -ECONNABORTED, b);
         } else if (m->type == ND_CM_RTU) {
             c->state = ND_CS_CONNECTED;
-            finish_kind(c, ND_CR_ACCEPT, ND_SUCCESS, b);
+            finish_kind(c, ND_CR_ACCEPT, 0, b);
         } else if (m->type == ND_CM_REJ) {
             close_sock(c);
             c->state = ND_CS_DISCONNECTED;
-            nd_qp_fail(c->qp, ND_CANCELED);
-            finish_kind(c, ND_CR_ACCEPT, ND_CONNECTION_REFUSED, b);
+            nd_qp_fail(c->qp, -ECANCELED);
+            finish_kind(c, ND_CR_ACCEPT, -ECONNREFUSED, b);
         } else if (m->type == ND_CM_DISC) {
             peer_disconnected(c, b);
-            finish_kind(c, ND_CR_ACCEPT, ND_SUCCESS, b);
+            finish_kind(c, ND_CR_ACCEPT, 0, b);
         }
         break;
     case ND_CS_CONNECTED:
@@ -228,12 +228,12 @@ static void on_eof(struct nd_connector *c, struct nd_ovbatch *b)
     close_sock(c);
     switch (c->state) {
     case ND_CS_CONNECTING:
-        connect_failed(c, ND_CONNECTION_REFUSED, b);
+        connect_failed(c, -ECONNREFUSED, b);
         break;
     case ND_CS_ACCEPTING:
         c->state = ND_CS_DISCONNECTED;
-        nd_qp_fail(c->qp, ND_CANCELED);
-        finish_kind(c, ND_CR_ACCEPT, ND_CONNECTION_ABORTED, b);
+        nd_qp_fail(c->qp, -ECANCELED);
+        finish_kind(c, ND_CR_ACCEPT, -ECONNABORTED, b);
         break;
     case ND_CS_CONNECTED:
         peer_disconnected(c, b);
@@ -283,11 +283,11 @@ static void on_timeout(struct nd_connector *c, struct nd_ovbatch *b)
 {
     nd_log(ND_LOG_INFO, ND_SUB_CM, "connector %p: the peer left the handshake unanswered", (void *)c);
     if (c->state == ND_CS_CONNECTING) {
-        connect_failed(c, ND_IO_TIMEOUT, b);
+        connect_failed(c, -ETIMEDOUT, b);
     } else {
         /* The QP may be attached already (shm attaches at Accept): tell the peer. */
         disconnect_locked(c, b);
-        finish_kind(c, ND_CR_ACCEPT, ND_IO_TIMEOUT, b);
+        finish_kind(c, ND_CR_ACCEPT, -ETIMEDOUT, b);
     }
 }
 
@@ -313,11 +313,11 @@ static void connector_read(struct nd_connector *c, struct nd_ovbatch *b)
         return;
     }
     while (c->sock >= 0) {
-        nd_status st = c->wire->cm_recv(c->sock, &m, expected_msg(c));
+        int st = c->wire->cm_recv(c->sock, &m, expected_msg(c));
 
-        if (st == ND_PENDING)
+        if (st == -EINPROGRESS)
             break;
-        if (st != ND_SUCCESS) {
+        if (st != 0) {
             on_eof(c, b);
             break;
         }
@@ -335,11 +335,11 @@ static void connector_on_signal(void *obj, struct nd_ovbatch *b)
     pthread_mutex_unlock(&c->lock);
 }
 
-static nd_status register_sock(struct nd_connector *c)
+static int register_sock(struct nd_connector *c)
 {
-    nd_status st = nd_port_add_source(c->ov.port, c->sock, c, connector_on_signal, &c->inflight, &c->port_source);
+    int st = nd_port_add_source(c->ov.port, c->sock, c, connector_on_signal, &c->inflight, &c->port_source);
 
-    c->registered = st == ND_SUCCESS;
+    c->registered = st == 0;
     return st;
 }
 
@@ -352,15 +352,15 @@ static void ring_peer(struct nd_connector *c, struct nd_qp *qp)
 }
 
 /* Connect @qp through the connection's transport; it may take the CM socket. */
-static nd_status attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active)
+static int attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active)
 {
     int sock = c->sock;
-    nd_status st;
+    int st;
 
     if (!c->wire->attach_takes_socket) {
         /* The socket stays ours, and so does its place in the port's set. */
         st = c->wire->attach(qp, &sock, c->pid, &c->msg, c->ird, c->ord, active);
-        if (st == ND_SUCCESS)
+        if (st == 0)
             nd_qp_link_cm(qp, c->sock, NULL);
         return st;
     }
@@ -368,13 +368,13 @@ static nd_status attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active
     st = c->wire->attach(qp, &sock, c->pid, &c->msg, c->ird, c->ord, active);
     c->wire_owned = sock < 0;
     c->sock = sock;
-    if ((c->sock >= 0 || c->wire_owned) && register_sock(c) != ND_SUCCESS && st == ND_SUCCESS)
-        st = ND_INSUFFICIENT_RESOURCES;
-    if (st == ND_SUCCESS && c->wire_owned && c->registered) {
+    if ((c->sock >= 0 || c->wire_owned) && register_sock(c) != 0 && st == 0)
+        st = -ENOBUFS;
+    if (st == 0 && c->wire_owned && c->registered) {
         struct nd_port_kick k = nd_port_kick_of(c->ov.port, c->port_source);
 
         nd_qp_link_cm(qp, -1, &k);
-    } else if (st == ND_SUCCESS) {
+    } else if (st == 0) {
         nd_qp_link_cm(qp, c->sock, NULL);
     }
     return st;
@@ -548,19 +548,19 @@ static int dial(struct nd_connector *c, const struct sockaddr *dest, const struc
     return fd;
 }
 
-static nd_status dial_status(int err)
+static int dial_status(int err)
 {
     switch (err) {
-    case -ECONNREFUSED: case -ENOENT: case -EACCES: return ND_CONNECTION_REFUSED;
-    case -ETIMEDOUT: return ND_IO_TIMEOUT;
-    case -EHOSTUNREACH: return ND_HOST_UNREACHABLE;
-    case -ENETUNREACH: return ND_NETWORK_UNREACHABLE;
-    default: return ND_INSUFFICIENT_RESOURCES;
+    case -ECONNREFUSED: case -ENOENT: case -EACCES: return -ECONNREFUSED;
+    case -ETIMEDOUT: return -ETIMEDOUT;
+    case -EHOSTUNREACH: return -EHOSTUNREACH;
+    case -ENETUNREACH: return -ENETUNREACH;
+    default: return -ENOBUFS;
     }
 }
 
 /* The connector's port, if Bind left it to us: the dialled socket's own, or reserved. */
-static nd_status take_port(struct nd_connector *c, int fd)
+static int take_port(struct nd_connector *c, int fd)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
@@ -568,32 +568,32 @@ static nd_status take_port(struct nd_connector *c, int fd)
     if (!c->wire->dial_holds_port)
         return nd_connector_reserve_if_unset(c);
     if (nd_sockaddr_port((struct sockaddr *)&c->local) && !c->port_from_dial)
-        return ND_SUCCESS;          /* Bind named it, or GetLocalAddress reserved it */
+        return 0;          /* Bind named it, or GetLocalAddress reserved it */
     if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0 || ss.ss_family != c->local.ss_family)
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     nd_sockaddr_set_port(&c->local, nd_sockaddr_port((struct sockaddr *)&ss));
     c->port_from_dial = true;
-    return ND_SUCCESS;
+    return 0;
 }
 
 /* Dial c->peer with the transports after @after (NULL: all) and send the REQ kept in
  * c->req (connector lock held). */
-static nd_status send_request(struct nd_connector *c, struct nd_qp *qp, const struct nd_transport_ops *after)
+static int send_request(struct nd_connector *c, struct nd_qp *qp, const struct nd_transport_ops *after)
 {
     for (;;) {
         struct nd_cm_msg m;
-        nd_status st;
+        int st;
         int fd = dial(c, (struct sockaddr *)&c->peer, after);
 
         if (fd < 0)
             return dial_status(fd);
-        if ((st = take_port(c, fd)) != ND_SUCCESS) {
+        if ((st = take_port(c, fd)) != 0) {
             close(fd);
             return st;
         }
         c->req.src = c->local;
         qp->region_peer = c->pid;   /* who may map the region, if the transport shares it */
-        if (c->wire->cm_send(fd, &c->req, qp) == ND_SUCCESS) {
+        if (c->wire->cm_send(fd, &c->req, qp) == 0) {
             c->sock = fd;
             c->wire_owned = false;
             return register_sock(c);
@@ -601,15 +601,15 @@ static nd_status send_request(struct nd_connector *c, struct nd_qp *qp, const st
         /* The listener may have answered and closed before our REQ went out: a redirect
          * sends us on to the next transport, anything else is a refusal. */
         nd_cm_msg_init(&m, 0);
-        bool again = c->wire->cm_recv(fd, &m, ND_CM_REP) == ND_SUCCESS && m.type == ND_CM_REJ && m.redirect;
+        bool again = c->wire->cm_recv(fd, &m, ND_CM_REP) == 0 && m.type == ND_CM_REJ && m.redirect;
         close(fd);
         if (!again)
-            return ND_CONNECTION_REFUSED;
+            return -ECONNREFUSED;
         after = c->wire;
     }
 }
 
-static nd_status start_connect(struct nd_connector *c, struct nd_qp *qp, const struct sockaddr *dest,
+static int start_connect(struct nd_connector *c, struct nd_qp *qp, const struct sockaddr *dest,
                                uint32_t ird, uint32_t ord, const void *pdata, uint32_t plen)
 {
     nd_cm_msg_init(&c->req, ND_CM_REQ);
@@ -624,48 +624,48 @@ static nd_status start_connect(struct nd_connector *c, struct nd_qp *qp, const s
 
 /* The listener asked us to come by another transport (a same-host peer that may not touch
  * our memory): same request, next transport. */
-static nd_status redirect(struct nd_connector *c)
+static int redirect(struct nd_connector *c)
 {
     const struct nd_transport_ops *from = c->wire;
-    nd_status st;
+    int st;
 
     close_sock(c);
     st = send_request(c, c->qp, from);
-    if (st == ND_SUCCESS)
+    if (st == 0)
         deadline_start(c);
     return st;
 }
 
-ND_API nd_status nd_connector_connect(nd_connector *c, nd_qp *qp, const struct sockaddr *dest, uint32_t dest_len,
+ND_DOOR int ndc_connector_connect(nd_connector *c, nd_qp *qp, const struct sockaddr *dest, uint32_t dest_len,
                                       uint32_t ird, uint32_t ord, const void *pdata, uint32_t plen,
                                       nd_overlapped *ov)
 {
-    nd_status st;
+    int st;
 
     if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!nd_qp_valid(qp) || qp->adapter != c->adapter)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (!nd_sockaddr_ok(dest, dest_len))
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (plen > nd_caps.max_connect_pdata)
-        return ND_INVALID_BUFFER_SIZE;
+        return -ERANGE;
     if (plen && !pdata)
-        return ND_INVALID_PARAMETER_6;
+        return ND_EARG(6);
     if (!ov)
-        return ND_INVALID_PARAMETER_8;
+        return ND_EARG(8);
     if (nd_ov_is_pending(ov))
-        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
+        return -EINVAL;    /* still in use by an earlier request */
     if (nd_sockaddr_is_wildcard(dest))
-        return STATUS_BAD_NETWORK_NAME;
+        return -ENODEV;
     pthread_mutex_lock(&c->lock);
     if (c->state == ND_CS_IDLE)
-        st = STATUS_ADDRESS_NOT_ASSOCIATED;
+        st = -EDESTADDRREQ;
     else if (c->state == ND_CS_QUEUED || c->state == ND_CS_DISCONNECTED)
-        st = ND_INVALID_DEVICE_STATE;
+        st = -EBADFD;
     else if (c->state != ND_CS_BOUND || !nd_qp_connectable(qp))
-        st = ND_CONNECTION_ACTIVE;
-    else if ((st = start_connect(c, qp, dest, ird, ord, pdata, plen)) == ND_SUCCESS) {
+        st = -EISCONN;
+    else if ((st = start_connect(c, qp, dest, ird, ord, pdata, plen)) == 0) {
         nd_qp_ref(qp);
         c->qp = qp;
         c->state = ND_CS_CONNECTING;
@@ -673,7 +673,7 @@ ND_API nd_status nd_connector_connect(nd_connector *c, nd_qp *qp, const struct s
         c->have_msg = false;
         nd_ov_start(&c->ov, ov);
         ov->internal_reserved = ND_CR_CONNECT;
-        st = ND_PENDING;
+        st = -EINPROGRESS;
     } else if (c->sock >= 0) {
         close_sock(c);
     }
@@ -681,34 +681,34 @@ ND_API nd_status nd_connector_connect(nd_connector *c, nd_qp *qp, const struct s
     return st;
 }
 
-ND_API nd_status nd_connector_complete_connect(nd_connector *c, nd_overlapped *ov)
+ND_DOOR int ndc_connector_complete_connect(nd_connector *c, nd_overlapped *ov)
 {
     struct nd_cm_msg rtu;
-    nd_status st;
+    int st;
 
     if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!ov)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (nd_ov_is_pending(ov))
-        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
+        return -EINVAL;    /* still in use by an earlier request */
     pthread_mutex_lock(&c->lock);
     if (c->state != ND_CS_REP_RECEIVED) {
-        st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_ABORTED : ND_CONNECTION_INVALID;
+        st = c->state == ND_CS_DISCONNECTED ? -ECONNABORTED : -ENOTCONN;
     } else if (c->aborted) {
         c->state = ND_CS_DISCONNECTED;
-        st = ND_CONNECTION_ABORTED;
+        st = -ECONNABORTED;
     } else {
         /* Our inbound limit is what the peer will read from us, and the reverse. */
         c->ird = nd_clamp_u32(c->ird, c->msg.ord);
         c->ord = nd_clamp_u32(c->ord, c->msg.ird);
         st = attach_qp(c, c->qp, true);
         nd_cm_msg_init(&rtu, ND_CM_RTU);
-        if (st == ND_SUCCESS)
+        if (st == 0)
             st = c->wire->cm_send(c->sock, &rtu, NULL);
-        if (st == ND_SUCCESS)
+        if (st == 0)
             ring_peer(c, c->qp);
-        c->state = st == ND_SUCCESS ? ND_CS_CONNECTED : ND_CS_DISCONNECTED;
+        c->state = st == 0 ? ND_CS_CONNECTED : ND_CS_DISCONNECTED;
     }
     pthread_mutex_unlock(&c->lock);
     return st;
@@ -730,39 +730,39 @@ void nd_connector_take_request(struct nd_connector *c, const struct nd_transport
     c->local = *local;
     c->state = ND_CS_REQ_RECEIVED;
     /* Anything the peer sent after its REQ is read when the port reports the socket. */
-    if (register_sock(c) != ND_SUCCESS)
+    if (register_sock(c) != 0)
         c->aborted = true;
     pthread_mutex_unlock(&c->lock);
 }
 
-ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, uint32_t ord, const void *pdata,
+ND_DOOR int ndc_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, uint32_t ord, const void *pdata,
                                      uint32_t plen, nd_overlapped *ov)
 {
     struct nd_cm_msg rep;
     struct nd_ovbatch b;
-    nd_status st;
+    int st;
 
     if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!nd_qp_valid(qp) || qp->adapter != c->adapter)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (plen > nd_caps.max_accept_pdata)
-        return ND_INVALID_BUFFER_SIZE;
+        return -ERANGE;
     if ((plen && !pdata) || !ov || nd_ov_is_pending(ov))
-        return ND_INVALID_PARAMETER;
+        return -EINVAL;
     pthread_mutex_lock(&c->lock);
     nd_ovbatch_init(&b, c->ov.port);
     if (c->state != ND_CS_REQ_RECEIVED || !nd_qp_connectable(qp)) {
-        st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_ABORTED : ND_CONNECTION_ACTIVE;
+        st = c->state == ND_CS_DISCONNECTED ? -ECONNABORTED : -EISCONN;
     } else if (c->aborted) {
         c->state = ND_CS_DISCONNECTED;
-        st = ND_CONNECTION_ABORTED;
+        st = -ECONNABORTED;
     } else {
         bool waits = !c->wire->accept_waits_rtu || c->wire->accept_waits_rtu(&c->msg);
 
         c->ird = nd_clamp_u32(nd_clamp_u32(ird, nd_caps.max_ird), c->msg.ord);
         c->ord = nd_clamp_u32(nd_clamp_u32(ord, nd_caps.max_ord), c->msg.ird);
-        st = c->wire->attach_at_rtu ? ND_SUCCESS : attach_qp(c, qp, false);
+        st = c->wire->attach_at_rtu ? 0 : attach_qp(c, qp, false);
         nd_cm_msg_init(&rep, ND_CM_REP);
         rep.ird = c->ird;
         rep.ord = c->ord;
@@ -772,12 +772,12 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
             memcpy(rep.pdata, pdata, plen);
         rep.src = c->local;
         qp->region_peer = c->pid;
-        if (st == ND_SUCCESS)
+        if (st == 0)
             st = c->wire->cm_send(c->sock, &rep, qp);
         /* No RTU to come: the reply is out, the connection is up. */
-        if (st == ND_SUCCESS && !waits && c->wire->attach_at_rtu)
+        if (st == 0 && !waits && c->wire->attach_at_rtu)
             st = attach_qp(c, qp, false);
-        if (st == ND_SUCCESS) {
+        if (st == 0) {
             ring_peer(c, qp);
             nd_qp_ref(qp);
             c->qp = qp;
@@ -789,12 +789,12 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
                 deadline_start(c);
             } else {
                 c->state = ND_CS_CONNECTED;
-                finish_kind(c, ND_CR_ACCEPT, ND_SUCCESS, &b);
+                finish_kind(c, ND_CR_ACCEPT, 0, &b);
             }
-            st = ND_PENDING;
+            st = -EINPROGRESS;
         } else {
             c->state = ND_CS_DISCONNECTED;
-            st = ND_CONNECTION_ABORTED;
+            st = -ECONNABORTED;
         }
     }
     pthread_mutex_unlock(&c->lock);
@@ -802,17 +802,17 @@ ND_API nd_status nd_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, u
     return st;
 }
 
-ND_API nd_status nd_connector_reject(nd_connector *c, const void *pdata, uint32_t plen)
+ND_DOOR int ndc_connector_reject(nd_connector *c, const void *pdata, uint32_t plen)
 {
     struct nd_cm_msg rej;
-    nd_status st = ND_SUCCESS;
+    int st = 0;
 
     if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (plen > nd_caps.max_accept_pdata)
-        return ND_INVALID_BUFFER_SIZE;
+        return -ERANGE;
     if (plen && !pdata)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     pthread_mutex_lock(&c->lock);
     if (c->state == ND_CS_REQ_RECEIVED || c->state == ND_CS_REP_RECEIVED) {
         nd_cm_msg_init(&rej, ND_CM_REJ);
@@ -826,7 +826,7 @@ ND_API nd_status nd_connector_reject(nd_connector *c, const void *pdata, uint32_
         close_sock(c);
         c->state = ND_CS_DISCONNECTED;
     } else {
-        st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_INVALID : ND_INVALID_DEVICE_STATE;
+        st = c->state == ND_CS_DISCONNECTED ? -ENOTCONN : -EBADFD;
     }
     pthread_mutex_unlock(&c->lock);
     return st;
@@ -834,28 +834,28 @@ ND_API nd_status nd_connector_reject(nd_connector *c, const void *pdata, uint32_
 
 /* ---- disconnection ---- */
 
-ND_API nd_status nd_connector_notify_disconnect(nd_connector *c, nd_overlapped *ov)
+ND_DOOR int ndc_connector_notify_disconnect(nd_connector *c, nd_overlapped *ov)
 {
     struct nd_ovbatch b;
-    nd_status st;
+    int st;
 
     if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!ov)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (nd_ov_is_pending(ov))
-        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
+        return -EINVAL;    /* still in use by an earlier request */
     nd_ovbatch_init(&b, c->ov.port);
     pthread_mutex_lock(&c->lock);
     connector_pump(c, &b);   /* a disconnect may already be waiting in the socket */
     if (c->state == ND_CS_CONNECTED || c->state == ND_CS_ACCEPTING) {
         nd_ov_start(&c->ov, ov);
         ov->internal_reserved = ND_CR_NOTIFY_DISC;
-        st = ND_PENDING;
+        st = -EINPROGRESS;
     } else if (c->state == ND_CS_PASSIVE_DISC) {
-        st = ND_SUCCESS;
+        st = 0;
     } else {
-        st = c->state == ND_CS_DISCONNECTED ? STATUS_CONNECTION_DISCONNECTED : ND_INVALID_DEVICE_STATE;
+        st = c->state == ND_CS_DISCONNECTED ? -ESHUTDOWN : -EBADFD;
     }
     pthread_mutex_unlock(&c->lock);
     nd_port_deliver(&b);
@@ -872,64 +872,64 @@ static void disconnect_locked(struct nd_connector *c, struct nd_ovbatch *b)
      * rather than delivered to a queue pair that is going (ndrpingpong's client counts on
      * its last Send coming back canceled). */
     if (c->qp)
-        nd_qp_fail(c->qp, ND_CANCELED);
+        nd_qp_fail(c->qp, -ECANCELED);
     if (c->sock >= 0) {
         nd_cm_msg_init(&disc, ND_CM_DISC);
-        if (c->wire->cm_send(c->sock, &disc, NULL) == ND_SUCCESS)
+        if (c->wire->cm_send(c->sock, &disc, NULL) == 0)
             ring_peer(c, c->qp);
     }
-    finish_kind(c, ND_CR_NOTIFY_DISC, STATUS_CONNECTION_DISCONNECTED, b);
+    finish_kind(c, ND_CR_NOTIFY_DISC, -ESHUTDOWN, b);
     close_sock(c);
     deadline_stop(c);
     c->state = ND_CS_DISCONNECTED;
 }
 
-ND_API nd_status nd_connector_disconnect(nd_connector *c, nd_overlapped *ov)
+ND_DOOR int ndc_connector_disconnect(nd_connector *c, nd_overlapped *ov)
 {
     struct nd_ovbatch b;
-    nd_status st = ND_SUCCESS;
+    int st = 0;
 
     if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!ov)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (nd_ov_is_pending(ov))
-        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
+        return -EINVAL;    /* still in use by an earlier request */
     nd_ovbatch_init(&b, c->ov.port);
     pthread_mutex_lock(&c->lock);
     if (c->state == ND_CS_CONNECTED || c->state == ND_CS_PASSIVE_DISC)
         disconnect_locked(c, &b);
     else
-        st = ND_CONNECTION_INVALID;
+        st = -ENOTCONN;
     pthread_mutex_unlock(&c->lock);
     nd_port_deliver(&b);
     return st;
 }
 
-ND_API nd_status nd_connector_cancel_overlapped_requests(nd_connector *c)
+ND_DOOR int ndc_connector_cancel_overlapped_requests(nd_connector *c)
 {
     struct nd_ovbatch b;
 
     if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     nd_ovbatch_init(&b, c->ov.port);
     pthread_mutex_lock(&c->lock);
     for (nd_overlapped *ov = nd_ov_take_all(&c->ov), *next; ov; ov = next) {
         next = nd_ov_next(ov);
         if (ov->internal_reserved == ND_CR_CONNECT && c->state == ND_CS_CONNECTING)
-            connect_failed(c, ND_CANCELED, NULL);   /* @ov itself completes below */
-        nd_ov_finish(ov, ND_CANCELED, 0, &b);
+            connect_failed(c, -ECANCELED, NULL);   /* @ov itself completes below */
+        nd_ov_finish(ov, -ECANCELED, 0, &b);
     }
     pthread_mutex_unlock(&c->lock);
     nd_port_deliver(&b);
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_connector_get_overlapped_result(nd_connector *c, nd_overlapped *ov, int wait)
+ND_DOOR int ndc_connector_get_overlapped_result(nd_connector *c, nd_overlapped *ov, int wait)
 {
     if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
-    return nd_get_overlapped_result(ov, wait);
+        return -EBADF;
+    return ndc_get_overlapped_result(ov, wait);
 }
 
 /* A listener closing or cancelling releases a connector it was filling. */
@@ -958,22 +958,22 @@ bool nd_connector_valid(const struct nd_connector *c)
     return connector_valid(c);
 }
 
-ND_API nd_status nd_connector_close(nd_connector *c)
+ND_DOOR int ndc_connector_close(nd_connector *c)
 {
     struct nd_ovbatch b;
 
     if (!connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     /* A listener's pending GetConnectionRequest holds this connector: it would fill a
      * freed one. The application cancels that request (or lets it complete) first, as it
      * must for a CQ that queue pairs still use. */
     pthread_mutex_lock(&c->lock);
     if (c->state == ND_CS_QUEUED) {
         pthread_mutex_unlock(&c->lock);
-        return ND_DEVICE_BUSY;
+        return -EBUSY;
     }
     pthread_mutex_unlock(&c->lock);
-    nd_connector_cancel_overlapped_requests(c);
+    ndc_connector_cancel_overlapped_requests(c);
     nd_ovbatch_init(&b, c->ov.port);
     pthread_mutex_lock(&c->lock);
     if (c->state == ND_CS_CONNECTED || c->state == ND_CS_ACCEPTING || c->state == ND_CS_PASSIVE_DISC)
@@ -1004,5 +1004,5 @@ ND_API nd_status nd_connector_close(nd_connector *c)
     nd_adapter_unref(c->adapter);
     nd_ovobj_fini(&c->ov);
     free(c);
-    return ND_SUCCESS;
+    return 0;
 }

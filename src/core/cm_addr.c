@@ -38,37 +38,37 @@ static void address_only(const struct sockaddr *sa, struct sockaddr_storage *out
         ((struct sockaddr_in6 *)out)->sin6_addr = ((const struct sockaddr_in6 *)sa)->sin6_addr;
 }
 
-nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok)
+int nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok)
 {
     struct sockaddr_storage key;
     unsigned ifindex;
     bool seen;
 
     if (nd_sockaddr_is_wildcard(sa))
-        return wildcard_ok ? ND_SUCCESS : ND_INVALID_ADDRESS;
+        return wildcard_ok ? 0 : -EADDRNOTAVAIL;
     address_only(sa, &key);
     pthread_mutex_lock(&a->lock);
     seen = a->local_seen_ns && nd_now_ns() - a->local_seen_ns < 1000000000ull &&
            !memcmp(&key, &a->local_seen, sizeof(key));
     pthread_mutex_unlock(&a->lock);
     if (seen)
-        return ND_SUCCESS;
-    if (nd_addr_resolve(sa, nd_sockaddr_len(sa), &ifindex) != ND_SUCCESS || (a->ifindex && ifindex != a->ifindex))
-        return ND_INVALID_ADDRESS;
+        return 0;
+    if (nd_addr_resolve(sa, nd_sockaddr_len(sa), &ifindex) != 0 || (a->ifindex && ifindex != a->ifindex))
+        return -EADDRNOTAVAIL;
     pthread_mutex_lock(&a->lock);
     a->local_seen = key;
     a->local_seen_ns = nd_now_ns();
     pthread_mutex_unlock(&a->lock);
-    return ND_SUCCESS;
+    return 0;
 }
 
-nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out, bool listener)
+int nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out, bool listener)
 {
     int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
     socklen_t len = sizeof(*bound);
 
     if (fd < 0)
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     if (sa->sa_family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
     if (listener)
@@ -77,12 +77,12 @@ nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage 
         int e = errno;
 
         close(fd);
-        return e == EADDRINUSE ? STATUS_ADDRESS_ALREADY_ASSOCIATED
-               : e == EADDRNOTAVAIL ? ND_INVALID_ADDRESS : ND_TOO_MANY_ADDRESSES;
+        return e == EADDRINUSE ? -EADDRINUSE
+               : e == EADDRNOTAVAIL ? -EADDRNOTAVAIL : -EMFILE;
     }
     getsockname(fd, (struct sockaddr *)bound, &len);
     *fd_out = fd;
-    return ND_SUCCESS;
+    return 0;
 }
 
 uint16_t nd_sockaddr_port(const struct sockaddr *sa)
@@ -99,22 +99,22 @@ void nd_sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port_be)
         ((struct sockaddr_in6 *)ss)->sin6_port = port_be;
 }
 
-nd_status nd_sockaddr_copy_out(const struct sockaddr_storage *ss, struct sockaddr *out, uint32_t *len)
+int nd_sockaddr_copy_out(const struct sockaddr_storage *ss, struct sockaddr *out, uint32_t *len)
 {
     uint32_t need = nd_sockaddr_len((const struct sockaddr *)ss);
 
     if (!len)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (!out || *len < need) {
         *len = need;
-        return ND_BUFFER_OVERFLOW;
+        return -EOVERFLOW;
     }
     memcpy(out, ss, need);
     *len = need;
-    return ND_SUCCESS;
+    return 0;
 }
 
-nd_status nd_adapter_reserve_port(struct nd_adapter *a, const struct sockaddr *want, struct sockaddr_storage *bound,
+int nd_adapter_reserve_port(struct nd_adapter *a, const struct sockaddr *want, struct sockaddr_storage *bound,
                                   int *fd)
 {
     pthread_mutex_lock(&a->lock);
@@ -124,7 +124,7 @@ nd_status nd_adapter_reserve_port(struct nd_adapter *a, const struct sockaddr *w
             *bound = a->spare_ports[i].bound;
             a->spare_ports[i] = a->spare_ports[--a->nspare_ports];
             pthread_mutex_unlock(&a->lock);
-            return ND_SUCCESS;
+            return 0;
         }
     pthread_mutex_unlock(&a->lock);
     return nd_cm_reserve_port(want, bound, fd, false);

@@ -52,24 +52,24 @@ bool nd_sockaddr_is_wildcard(const struct sockaddr *sa);
 /* The port in network order, as the sockaddr holds it. */
 uint16_t nd_sockaddr_port(const struct sockaddr *sa);
 void nd_sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port_be);
-/* Copy @ss out to the caller's buffer, ND style: ND_BUFFER_OVERFLOW with the size needed. */
-nd_status nd_sockaddr_copy_out(const struct sockaddr_storage *ss, struct sockaddr *out, uint32_t *len);
+/* Copy @ss out to the caller's buffer, ND style: -EOVERFLOW with the size needed. */
+int nd_sockaddr_copy_out(const struct sockaddr_storage *ss, struct sockaddr *out, uint32_t *len);
 /* Is @sa an address of @a (or the wildcard, when allowed)? */
-nd_status nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok);
+int nd_cm_check_local(struct nd_adapter *a, const struct sockaddr *sa, bool wildcard_ok);
 /* Reserve @sa's port in the TCP port space (port 0: the kernel picks); fills the port in. */
 /* Bind a TCP socket to @sa (port 0: any). A listener's socket allows address reuse, as
  * servers' do: the TIME_WAIT left by its accepted connections must not keep it from
  * binding again (Linux requires the reuse flag on the listener those came from). */
-nd_status nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out, bool listener);
+int nd_cm_reserve_port(const struct sockaddr *sa, struct sockaddr_storage *bound, int *fd_out, bool listener);
 /* A port reserved on @want's address (its port 0): a spare one if the adapter keeps one,
  * else a new reservation. */
-nd_status nd_adapter_reserve_port(struct nd_adapter *a, const struct sockaddr *want, struct sockaddr_storage *bound,
+int nd_adapter_reserve_port(struct nd_adapter *a, const struct sockaddr *want, struct sockaddr_storage *bound,
                                   int *fd);
 /* A connector is done with the port it reserved that way: keep it for the next, or close it. */
 void nd_adapter_release_port(struct nd_adapter *a, int fd, const struct sockaddr_storage *bound);
 bool nd_connector_valid(const struct nd_connector *c);
 /* A connector bound to port 0 gets its reservation now (connector lock held). */
-nd_status nd_connector_reserve_if_unset(struct nd_connector *c);
+int nd_connector_reserve_if_unset(struct nd_connector *c);
 
 static inline uint32_t nd_clamp_u32(uint32_t v, uint32_t max)
 {

@@ -5,12 +5,12 @@
 
 #include <string.h>
 
-ND_API nd_status nd_connector_get_read_limits(nd_connector *c, uint32_t *inbound, uint32_t *outbound)
+ND_DOOR int ndc_connector_get_read_limits(nd_connector *c, uint32_t *inbound, uint32_t *outbound)
 {
-    nd_status st = ND_SUCCESS;
+    int st = 0;
 
     if (!nd_connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     pthread_mutex_lock(&c->lock);
     if (c->state == ND_CS_REQ_RECEIVED) {
         /* The peer's view swapped: what it will read from us is our inbound. */
@@ -24,46 +24,46 @@ ND_API nd_status nd_connector_get_read_limits(nd_connector *c, uint32_t *inbound
         if (outbound)
             *outbound = nd_clamp_u32(c->ord, c->msg.ird);
     } else {
-        st = c->state == ND_CS_DISCONNECTED ? ND_CONNECTION_INVALID : ND_INVALID_DEVICE_STATE;
+        st = c->state == ND_CS_DISCONNECTED ? -ENOTCONN : -EBADFD;
     }
     pthread_mutex_unlock(&c->lock);
     return st;
 }
 
-ND_API nd_status nd_connector_get_private_data(nd_connector *c, void *buf, uint32_t *len)
+ND_DOOR int ndc_connector_get_private_data(nd_connector *c, void *buf, uint32_t *len)
 {
-    nd_status st = ND_SUCCESS;
+    int st = 0;
 
     if (!nd_connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!len)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     pthread_mutex_lock(&c->lock);
     if (!c->have_msg) {
-        st = ND_CONNECTION_INVALID;
+        st = -ENOTCONN;
     } else {
         uint32_t n = c->msg.pdata_len;
 
         if (buf)
             memcpy(buf, c->msg.pdata, *len < n ? *len : n);
         if (!buf || *len < n)
-            st = ND_BUFFER_OVERFLOW;
+            st = -EOVERFLOW;
         *len = n;
     }
     pthread_mutex_unlock(&c->lock);
     return st;
 }
 
-ND_API nd_status nd_connector_get_local_address(nd_connector *c, struct sockaddr *addr, uint32_t *len)
+ND_DOOR int ndc_connector_get_local_address(nd_connector *c, struct sockaddr *addr, uint32_t *len)
 {
-    nd_status st;
+    int st;
 
     if (!nd_connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     pthread_mutex_lock(&c->lock);
     if (c->state == ND_CS_IDLE || c->state == ND_CS_QUEUED)
-        st = ND_CONNECTION_INVALID;
-    else if (c->state == ND_CS_BOUND && (st = nd_connector_reserve_if_unset(c)) != ND_SUCCESS)
+        st = -ENOTCONN;
+    else if (c->state == ND_CS_BOUND && (st = nd_connector_reserve_if_unset(c)) != 0)
         ;
     else
         st = nd_sockaddr_copy_out(&c->local, addr, len);
@@ -71,19 +71,19 @@ ND_API nd_status nd_connector_get_local_address(nd_connector *c, struct sockaddr
     return st;
 }
 
-ND_API nd_status nd_connector_get_peer_address(nd_connector *c, struct sockaddr *addr, uint32_t *len)
+ND_DOOR int ndc_connector_get_peer_address(nd_connector *c, struct sockaddr *addr, uint32_t *len)
 {
-    nd_status st;
+    int st;
 
     if (!nd_connector_valid(c))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     pthread_mutex_lock(&c->lock);
     switch (c->state) {
     case ND_CS_REQ_RECEIVED: case ND_CS_REP_RECEIVED: case ND_CS_ACCEPTING: case ND_CS_CONNECTED:
         st = nd_sockaddr_copy_out(&c->peer, addr, len);
         break;
     default:
-        st = ND_CONNECTION_INVALID;
+        st = -ENOTCONN;
     }
     pthread_mutex_unlock(&c->lock);
     return st;

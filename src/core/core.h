@@ -4,7 +4,9 @@
 #ifndef ND_CORE_H
 #define ND_CORE_H
 
-#include <netdirect/netdirect.h>
+#include <errno.h>
+#include <netdirect/types.h>
+#include <netdirect/config.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -24,6 +26,25 @@ struct nd_fd_ref {
 };
 
 #define ND_API __attribute__((visibility("default")))
+/* The core's door: what the front ends call (src/nd wraps each one for ND; libibverbs
+ * exports those librdmacm needs through its private version node). */
+#define ND_DOOR __attribute__((visibility("default")))
+
+/*
+ * The core's status, in no front end's terms: 0, or a negative errno (-EINPROGRESS: the
+ * request is pending and completes later). Two refinements a front end may read and the
+ * errno front ends read as EINVAL: ND_EARG(n), the call's nth argument is invalid (ND
+ * names it, ND_INVALID_PARAMETER_n), and ND_EARG_MIX, a combination of them is. A value
+ * outside both ranges is a program's own status passed through untouched (nd_port_post).
+ */
+#define ND_EARG_BASE 4200
+#define ND_EARG(n) (-(ND_EARG_BASE + (n)))
+#define ND_EARG_MIX ND_EARG(0)
+#define ND_EARG_LAST 10
+static inline bool nd_err_is_arg(int st)
+{
+    return st <= ND_EARG(0) && st >= ND_EARG(ND_EARG_LAST);
+}
 #define ND_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ND_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define ND_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -74,7 +95,7 @@ extern const struct nd_caps nd_caps;
 /*
  * Why a request failed, told apart as far as an RNIC tells it: whose memory failed its
  * check (a receive's or a requester's own: local protection; the peer's: remote access),
- * what was flushed rather than failed. ND folds these into fewer nd_status codes; a front
+ * what was flushed rather than failed. ND folds these into fewer NTSTATUS codes; a front
  * end that reports them (verbs) reads this instead.
  */
 enum nd_wc_status {
@@ -93,11 +114,13 @@ enum nd_wc_status {
 
 /* The neutral cause of a result with @st for a request of @type; @local: the transport
  * found the requester's own memory at fault (ND_WC_LOC_PROT). */
-enum nd_wc_status nd_wc_status_of(nd_status st, nd_request_type type, bool local);
+enum nd_wc_status nd_wc_status_of(int st, nd_request_type type, bool local);
 /* The errno a status means, the one table the errno front ends (verbs, rdma_cm) share;
- * 0 for ND_SUCCESS and ND_PENDING. A call that means something else by a status (a full
+ * 0 for success and for -EINPROGRESS. A call that means something else by a status (a full
  * send queue, immediate data a peer cannot take) says so where it is made. */
-int nd_status_errno(nd_status st);
+int nd_errno_of(int st);
+/* The status's name, for logs. */
+const char *nd_err_name(int st);
 
 /*
  * A completion as a front end other than ND's reads it (verbs): nd_result's layout, written
@@ -108,7 +131,7 @@ int nd_status_errno(nd_status st);
  * (nd_wc_status_of) only for a completion that failed.
  */
 struct __attribute__((may_alias)) nd_wc {
-    nd_status status;
+    int status;
     uint32_t bytes;
     void *qp_context;
     void *request_context;
@@ -131,7 +154,7 @@ _Static_assert(sizeof(struct nd_wc) == sizeof(nd_result) && sizeof(nd_request_ty
                    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "struct nd_wc overlays nd_result, its type in the request type's low byte");
 
-/* nd_cq_get_results, into completions that carry the verbs fields. */
+/* ndc_cq_get_results, into completions that carry the verbs fields. */
 uint32_t nd_cq_get_wc(nd_cq *cq, struct nd_wc *wc, uint32_t max);
 /* Does a queue pair use this CQ (nd_cq_close would refuse it)? */
 bool nd_cq_in_use(const nd_cq *cq);
@@ -145,13 +168,13 @@ bool nd_cq_in_use(const nd_cq *cq);
  * that comes earlier waits in the queue unannounced until the next one.
  */
 typedef void (*nd_request_fn)(void *ctx);
-void nd_listener_notify_requests(nd_listener *l, nd_request_fn fn, void *ctx);
+void ndc_listener_notify_requests(nd_listener *l, nd_request_fn fn, void *ctx);
 /*
  * The oldest queued request, on a new connector of the listener's adapter and port, in the
- * state GetConnectionRequest leaves one (accept, reject, read its data). ND_PENDING: none.
+ * state GetConnectionRequest leaves one (accept, reject, read its data). -EINPROGRESS: none.
  * ND's GetConnectionRequest draws from the same queue, pending calls first.
  */
-nd_status nd_listener_take_request(nd_listener *l, nd_connector **out);
+int ndc_listener_take_request(nd_listener *l, nd_connector **out);
 
 /* ---- overlapped requests and completion ports (ov.c, port.c) ---- */
 
@@ -202,7 +225,7 @@ void nd_ov_requeue(struct nd_ovobj *obj, nd_overlapped *ov);    /* re-append, st
 bool nd_ov_remove(struct nd_ovobj *obj, nd_overlapped *ov);     /* take out of pending */
 nd_overlapped *nd_ov_take_all(struct nd_ovobj *obj);              /* detach pending list */
 nd_overlapped *nd_ov_next(nd_overlapped *ov);
-void nd_ov_finish(nd_overlapped *ov, nd_status status, uint64_t bytes, struct nd_ovbatch *batch);
+void nd_ov_finish(nd_overlapped *ov, int status, uint64_t bytes, struct nd_ovbatch *batch);
 void nd_ovbatch_init(struct nd_ovbatch *b, struct nd_port *port);
 void nd_port_deliver(struct nd_ovbatch *b);
 /* Take @ov, completed, back out of @port's queue before anyone dequeues it: false when it
@@ -216,17 +239,32 @@ bool nd_port_take_queued(struct nd_port *port, nd_overlapped **out);
 /* Move what has arrived for @cq into it, completing its notify request if it is due (as a
  * poll of the CQ would): for a waiter that spins before it sleeps. */
 void nd_cq_look(struct nd_cq *cq);
-/* Arm @cq for its next completion (@type, as nd_cq_notify): @ov completes on the CQ's port,
+/* Arm @cq for its next completion (@type, as ndc_cq_notify): @ov completes on the CQ's port,
  * and is queued there at once when completions no notify covered are waiting. 0 or -errno. */
 int nd_cq_arm_to_port(struct nd_cq *cq, uint32_t type, nd_overlapped *ov);
 void nd_ovbatch_remove(struct nd_ovbatch *b, nd_overlapped *ov);
 void nd_ovbatch_release(struct nd_ovbatch *b);
 bool nd_ov_is_pending(const nd_overlapped *ov);
+/* The status a completed request carries, as the core reads it. */
+int nd_ov_result(const nd_overlapped *ov);
+
+/*
+ * How a request's status reads in its nd_overlapped. A front end's programs read that
+ * field themselves (ND's expect an NTSTATUS there, pending or final), so the
+ * front end this copy of the core serves says once, before its first request, how the
+ * core's status is written there and read back; by default it is the core's own. Both
+ * directions are total and each undoes the other.
+ */
+struct nd_ov_codec {
+    int32_t (*encode)(int st);
+    int (*decode)(int32_t shown);
+};
+void nd_ov_use_codec(const struct nd_ov_codec *codec);
 
 /* Port event sources: a file descriptor in the port's epoll set (edge-triggered), or with
  * fd -1 a source without one, which runs when kicked. */
 typedef void (*nd_port_signal_fn)(void *obj, struct nd_ovbatch *batch);
-nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_signal_fn fn,
+int nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_signal_fn fn,
                              _Atomic uint32_t *inflight, uint32_t *id);
 /* With @inflight (the object's count of its sources' running calls), removal does not wait
  * for those calls: the object calls nd_port_quiesce, without its lock, before it frees. */
@@ -318,7 +356,7 @@ struct nd_adapter {
 bool nd_adapter_valid(const struct nd_adapter *a);
 void nd_adapter_ref(struct nd_adapter *a);
 void nd_adapter_unref(struct nd_adapter *a);
-nd_status nd_adapter_arm_alloc(struct nd_adapter *a, uint32_t *slot);
+int nd_adapter_arm_alloc(struct nd_adapter *a, uint32_t *slot);
 void nd_adapter_arm_free(struct nd_adapter *a, uint32_t slot);
 /* A read-only descriptor of the adapter's shared region, for a peer (caller closes it). */
 int nd_adapter_export_ro_fd(struct nd_adapter *a);
@@ -350,7 +388,7 @@ struct nd_area {
 
 /* An area of @bytes (a page multiple) for a queue pair's region, its first @zero bytes
  * zeroed. */
-nd_status nd_area_get(struct nd_adapter *a, size_t bytes, size_t zero, struct nd_area *area);
+int nd_area_get(struct nd_adapter *a, size_t bytes, size_t zero, struct nd_area *area);
 /* The queue pair is gone. @shared: a peer had the region (@peer its process, 0 if unknown);
  * the area waits until that peer lets go. */
 void nd_area_put(struct nd_adapter *a, struct nd_area *area, bool shared, pid_t peer);
@@ -368,9 +406,9 @@ uint32_t nd_arena_chunk_count(struct nd_adapter *a);
 uint64_t nd_adapter_id_for_ifindex(unsigned ifindex);
 /* An adapter on interface @ifindex; 0: on every interface of the network namespace (the
  * verbs front end's one device), whose addresses its listeners and connectors may use. */
-nd_status nd_adapter_create(unsigned ifindex, struct nd_adapter **out);
-nd_status nd_addr_list(unsigned ifindex_filter, nd_address_list *list, uint32_t *size);
-nd_status nd_addr_resolve(const struct sockaddr *addr, uint32_t len, unsigned *ifindex);
+int nd_adapter_create(unsigned ifindex, struct nd_adapter **out);
+int nd_addr_list(unsigned ifindex_filter, nd_address_list *list, uint32_t *size);
+int nd_addr_resolve(const struct sockaddr *addr, uint32_t len, unsigned *ifindex);
 /* Same family and address (ports aside; an IPv6 scope of 0 matches any). */
 bool nd_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
 bool nd_ifindex_exists(unsigned ifindex);
@@ -410,5 +448,7 @@ int nd_fd_fetch(pid_t pid, const struct nd_fd_ref *ref);
 bool nd_fd_fetch_available(void);
 /* The same for an eventfd (no identity to check but its kind). */
 int nd_fd_fetch_eventfd(pid_t pid, int32_t fd);
+
+#include "door.h"
 
 #endif

@@ -34,7 +34,7 @@ struct nd_cq_src {
 static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov);
 static uint32_t queued_entries(struct nd_cq *cq);
 static uint32_t queued_entries_upto(struct nd_cq *cq, uint32_t limit);
-static void cq_fail_locked(struct nd_cq *cq, nd_status status, struct nd_ovbatch *b);
+static void cq_fail_locked(struct nd_cq *cq, int status, struct nd_ovbatch *b);
 static void poke_waiters(struct nd_cq *cq);
 static void cq_poll(struct nd_ovobj *obj);
 static const struct nd_ovobj_ops cq_ov_ops = { .wait = cq_wait, .poll = cq_poll };
@@ -160,7 +160,7 @@ static inline __attribute__((always_inline)) uint32_t get_results(struct nd_cq *
         overran = true;
     if (ND_UNLIKELY(overran)) {
         nd_ovbatch_init(&b, cq->ov.port);
-        cq_fail_locked(cq, ND_BUFFER_OVERFLOW, &b);
+        cq_fail_locked(cq, -EOVERFLOW, &b);
     }
     /* What is already in the rings goes first; transports are moved (a system call for
      * iwarp) only when that does not fill the caller's array. */
@@ -180,11 +180,11 @@ static inline __attribute__((always_inline)) uint32_t get_results(struct nd_cq *
      * we returned plus what is still queued tells, at no cost when everything was drained. */
     /* A full array may hide more: count what remains on every 16th such call (a CQ
      * polled one result at a time would otherwise pay for the count on every poll). */
-    if (ND_UNLIKELY(cq->error == ND_SUCCESS &&
+    if (ND_UNLIKELY(cq->error == 0 &&
                     (n > cq->depth || (n == max && (++cq->full_polls & 15) == 0 &&
                                        n + queued_entries_upto(cq, cq->depth - n) > cq->depth)))) {
         nd_ovbatch_init(&b, cq->ov.port);
-        cq_fail_locked(cq, ND_BUFFER_OVERFLOW, &b);
+        cq_fail_locked(cq, -EOVERFLOW, &b);
         overran = true;
     }
     if (wants_wc)
@@ -201,7 +201,7 @@ static inline __attribute__((always_inline)) uint32_t get_results(struct nd_cq *
     return n;
 }
 
-ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
+ND_DOOR uint32_t ndc_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
 {
     if (!cq || cq->magic != ND_MAGIC_CQ || !results)
         return 0;
@@ -279,7 +279,7 @@ static void arm_store(struct nd_cq *cq, uint32_t type)
 }
 
 /* Complete pending notifies: all of them (error), or the ANY/SOLICITED ones (event). */
-static void complete_notifies(struct nd_cq *cq, nd_status status, bool all, struct nd_ovbatch *b)
+static void complete_notifies(struct nd_cq *cq, int status, bool all, struct nd_ovbatch *b)
 {
     nd_overlapped *ov = nd_ov_take_all(&cq->ov), *next;
 
@@ -303,12 +303,12 @@ static void complete_notifies(struct nd_cq *cq, nd_status status, bool all, stru
     arm_store(cq, ND_ARM_NONE);
 }
 
-static void cq_fail_locked(struct nd_cq *cq, nd_status status, struct nd_ovbatch *b)
+static void cq_fail_locked(struct nd_cq *cq, int status, struct nd_ovbatch *b)
 {
     if (cq->error)
         return;
     cq->error = status;
-    nd_log(ND_LOG_WARN, ND_SUB_CQ, "CQ %p failed: %s", (void *)cq, nd_strerror(status));
+    nd_log(ND_LOG_WARN, ND_SUB_CQ, "CQ %p failed: %s", (void *)cq, nd_err_name(status));
     complete_notifies(cq, status, true, b);
     for (uint32_t i = 0; i < cq->nsrc; i++)
         if (cq->src[i]->ops->cq_failed)
@@ -324,7 +324,7 @@ static bool cq_progress(struct nd_cq *cq, struct nd_ovbatch *b)
         return false;
     cq_run_progress(cq);
     if (queued_entries_upto(cq, cq->depth) > cq->depth) {
-        cq_fail_locked(cq, ND_BUFFER_OVERFLOW, b);
+        cq_fail_locked(cq, -EOVERFLOW, b);
         return true;
     }
     if (type == ND_ARM_NONE)
@@ -332,12 +332,12 @@ static bool cq_progress(struct nd_cq *cq, struct nd_ovbatch *b)
     /* Orphans are flushes (errors): they satisfy either kind of arm, once. */
     if (cq->norphans > cq->orphans_reported) {
         cq->orphans_reported = cq->norphans;
-        complete_notifies(cq, ND_SUCCESS, false, b);
+        complete_notifies(cq, 0, false, b);
         return true;
     }
     for (uint32_t i = 0; i < cq->nsrc; i++)
         if (src_triggers(cq->src[i], type)) {
-            complete_notifies(cq, ND_SUCCESS, false, b);
+            complete_notifies(cq, 0, false, b);
             return true;
         }
     return false;
@@ -392,7 +392,7 @@ static void cq_on_signal(void *obj, struct nd_ovbatch *b)
     nd_lock_release(&cq->lock);
 }
 
-/* Every pending notify is reaped through nd_get_overlapped_result (none goes to a port,
+/* Every pending notify is reaped through ndc_get_overlapped_result (none goes to a port,
  * where a thread may sleep on our signal). */
 static bool notifies_all_waited(struct nd_cq *cq)
 {
@@ -482,19 +482,19 @@ static void cq_wait(struct nd_ovobj *obj, nd_overlapped *ov)
     atomic_fetch_sub(&cq->ov_waiters, 1);
 }
 
-ND_API nd_status nd_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov)
+ND_DOOR int ndc_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov)
 {
     struct nd_ovbatch b;
-    nd_status st = ND_PENDING;
+    int st = -EINPROGRESS;
 
     if (!cq || cq->magic != ND_MAGIC_CQ)
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (type > ND_CQ_NOTIFY_SOLICITED)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (!ov)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (nd_ov_is_pending(ov))
-        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
+        return -EINVAL;    /* still in use by an earlier request */
     nd_ovbatch_init(&b, cq->ov.port);
     nd_lock_acquire(&cq->lock);
     if (cq->error) {
@@ -513,7 +513,7 @@ ND_API nd_status nd_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov)
         /* Peek after arming (no lost wake-up). Our own request then completes
          * synchronously: take it back out of the batch rather than queue it. */
         if (cq_progress(cq, &b)) {
-            st = __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE);
+            st = nd_ov_result(ov);
             nd_ovbatch_remove(&b, ov);
         } else {
             cq_run_idle(cq);        /* the caller is about to wait for the notify */
@@ -526,43 +526,43 @@ ND_API nd_status nd_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov)
 
 int nd_cq_arm_to_port(struct nd_cq *cq, uint32_t type, nd_overlapped *ov)
 {
-    nd_status st = nd_cq_notify(cq, type, ov);
+    int st = ndc_cq_notify(cq, type, ov);
 
     /* Completed at once: nothing went to the port, and its waiter must hear of it. (Once
      * pending, another thread may complete it any moment: only the status says which.) */
-    if (nd_status_errno(st) == 0 && st != ND_PENDING)
-        st = nd_port_post(cq->ov.port, ov, st, 0);
-    return -nd_status_errno(st);
+    if (nd_errno_of(st) == 0 && st != -EINPROGRESS)
+        st = ndc_port_post(cq->ov.port, ov, st, 0);
+    return -nd_errno_of(st);
 }
 
-ND_API nd_status nd_cq_cancel_overlapped_requests(nd_cq *cq)
+ND_DOOR int ndc_cq_cancel_overlapped_requests(nd_cq *cq)
 {
     struct nd_ovbatch b;
 
     if (!cq || cq->magic != ND_MAGIC_CQ)
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     nd_ovbatch_init(&b, cq->ov.port);
     nd_lock_acquire(&cq->lock);
     for (nd_overlapped *ov = nd_ov_take_all(&cq->ov), *next; ov; ov = next) {
         next = nd_ov_next(ov);
-        nd_ov_finish(ov, ND_CANCELED, 0, &b);
+        nd_ov_finish(ov, -ECANCELED, 0, &b);
     }
     cq->n_any = cq->n_sol = cq->n_err = 0;
     arm_store(cq, ND_ARM_NONE);
     nd_lock_release(&cq->lock);
     nd_port_deliver(&b);
     poke_waiters(cq);
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_cq_get_overlapped_result(nd_cq *cq, nd_overlapped *ov, int wait)
+ND_DOOR int ndc_cq_get_overlapped_result(nd_cq *cq, nd_overlapped *ov, int wait)
 {
     if (!cq || cq->magic != ND_MAGIC_CQ)
-        return ND_INVALID_HANDLE;
-    return nd_get_overlapped_result(ov, wait);
+        return -EBADF;
+    return ndc_get_overlapped_result(ov, wait);
 }
 
-void nd_cq_fail(struct nd_cq *cq, nd_status status)
+void nd_cq_fail(struct nd_cq *cq, int status)
 {
     struct nd_ovbatch b;
 
@@ -574,56 +574,56 @@ void nd_cq_fail(struct nd_cq *cq, nd_status status)
     poke_waiters(cq);
 }
 
-ND_API nd_status nd_cq_resize(nd_cq *cq, uint32_t depth)
+ND_DOOR int ndc_cq_resize(nd_cq *cq, uint32_t depth)
 {
-    nd_status st = ND_SUCCESS;
+    int st = 0;
 
     if (!cq || cq->magic != ND_MAGIC_CQ)
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (depth == 0 || depth > nd_caps.max_cqe)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     nd_lock_acquire(&cq->lock);
     if (cq->error)
         st = cq->error;
     else if (queued_entries(cq) > depth)
-        st = ND_BUFFER_OVERFLOW;
+        st = -EOVERFLOW;
     else
         cq->depth = depth;
     nd_lock_release(&cq->lock);
     return st;
 }
 
-ND_API nd_status nd_cq_get_notify_affinity(nd_cq *cq, uint16_t *group, uintptr_t *affinity)
+ND_DOOR int ndc_cq_get_notify_affinity(nd_cq *cq, uint16_t *group, uintptr_t *affinity)
 {
     if (!cq || cq->magic != ND_MAGIC_CQ)
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!group)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (!affinity)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     *group = cq->group;
     *affinity = cq->affinity;
-    return ND_SUCCESS;
+    return 0;
 }
 
-nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t depth, uint16_t group,
+int nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t depth, uint16_t group,
                        uintptr_t affinity, struct nd_cq **out)
 {
     struct nd_cq *cq = calloc(1, sizeof(*cq));
-    nd_status st;
+    int st;
 
     if (!cq)
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     static _Atomic uint64_t serials;
 
     cq->serial = atomic_fetch_add(&serials, 1) + 1;
     cq->signal_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (cq->signal_fd < 0) {
         free(cq);
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     }
     st = nd_adapter_arm_alloc(a, &cq->arm_slot);
-    if (st != ND_SUCCESS)
+    if (st != 0)
         goto err_fd;
     cq->arm = &a->arm_area[cq->arm_slot * (ND_CACHELINE / sizeof(uint32_t))];
     atomic_store(cq->arm, ND_ARM_WORD(0, ND_ARM_NONE));
@@ -636,14 +636,14 @@ nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t dept
     /* Last of the set-up: the port's thread may call cq_on_signal from here on, and it
      * must find the CQ whole. */
     st = nd_port_add_source(port, cq->signal_fd, cq, cq_on_signal, NULL, &cq->port_source);
-    if (st != ND_SUCCESS)
+    if (st != 0)
         goto err_init;
     nd_adapter_ref(a);
     nd_port_ref(port);
     nd_mem_user_add(a, &cq->mem_user, &cq->lock, NULL);
     cq->magic = ND_MAGIC_CQ;
     *out = cq;
-    return ND_SUCCESS;
+    return 0;
 err_init:
     nd_ovobj_fini(&cq->ov);
     nd_lock_destroy(&cq->lock);
@@ -659,15 +659,15 @@ bool nd_cq_in_use(const nd_cq *cq)
     return atomic_load(&cq->users) != 0;
 }
 
-ND_API nd_status nd_cq_close(nd_cq *cq)
+ND_DOOR int ndc_cq_close(nd_cq *cq)
 {
     struct nd_port *port;
 
     if (!cq || cq->magic != ND_MAGIC_CQ)
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (atomic_load(&cq->users) != 0)
-        return ND_DEVICE_BUSY;
-    nd_cq_cancel_overlapped_requests(cq);
+        return -EBUSY;
+    ndc_cq_cancel_overlapped_requests(cq);
     nd_mem_user_remove(cq->adapter, &cq->mem_user);
     port = cq->ov.port;
     nd_port_del_source(port, cq->port_source, cq->signal_fd);
@@ -683,20 +683,20 @@ ND_API nd_status nd_cq_close(nd_cq *cq)
     nd_adapter_unref(cq->adapter);
     nd_port_unref(port);
     free(cq);
-    return ND_SUCCESS;
+    return 0;
 }
 
-nd_status nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct nd_cqe *ents,
+int nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct nd_cqe *ents,
                        uint32_t entries, const struct nd_cq_src_ops *ops, void *ctx,
                        struct nd_cq_src **out)
 {
     struct nd_cq_src *s;
 
     if (!entries || (entries & (entries - 1)))
-        return ND_INVALID_PARAMETER;
+        return -EINVAL;
     s = calloc(1, sizeof(*s));
     if (!s)
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     s->hdr = hdr;
     s->ents = ents;
     s->mask = entries - 1;
@@ -709,14 +709,14 @@ nd_status nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct n
     if (!grown) {
         nd_lock_release(&cq->lock);
         free(s);
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     }
     cq->src = grown;
     cq->src[cq->nsrc++] = s;
     cq->ndefer_capable += ops->progress != NULL;
     nd_lock_release(&cq->lock);
     *out = s;
-    return ND_SUCCESS;
+    return 0;
 }
 
 /* Room for one more orphan (CQ lock held); false when out of memory. */
@@ -744,7 +744,7 @@ static void salvage(struct nd_cq *cq, struct nd_cq_src *s)
 
     /* One lap at most: a peer's ring may be written while we look (stale entries that
      * translate SKIP), and a hostile peer must not keep a close here. */
-    for (uint32_t lap = 0; lap <= s->mask && !s->broken && cq->error == ND_SUCCESS &&
+    for (uint32_t lap = 0; lap <= s->mask && !s->broken && cq->error == 0 &&
                            nd_cqe_valid(s->ents, s->mask, s->cons); lap++) {
         struct nd_cqe e;
         enum nd_xlate x;

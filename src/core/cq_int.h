@@ -40,7 +40,7 @@ struct nd_cq_src_ops {
     void (*idle)(void *ctx);
     /* Optional: the CQ failed (overrun, catastrophic error); its queue pairs become
      * unusable. Called with the CQ lock held, once per ring. */
-    void (*cq_failed)(void *ctx, nd_status status);
+    void (*cq_failed)(void *ctx, int status);
 };
 
 struct nd_cq {
@@ -51,7 +51,7 @@ struct nd_cq {
     uint32_t depth;
     uint16_t group;
     uintptr_t affinity;
-    nd_status error;                /* sticky; ND_SUCCESS while healthy */
+    int error;                /* sticky; 0 while healthy */
     _Atomic uint32_t *arm;          /* in the adapter's shared region; producers read it */
     uint32_t arm_slot;
     uint32_t arm_gen;
@@ -85,11 +85,11 @@ static inline struct nd_wc *nd_cq_wc_of(const struct nd_cq *cq, nd_result *r)
     return cq->wants_wc ? (struct nd_wc *)r : NULL;
 }
 
-nd_status nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t depth, uint16_t group,
+int nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t depth, uint16_t group,
                        uintptr_t affinity, struct nd_cq **out);
 
 /* Attach a ring of @entries (a power of two) whose producer may live in another process. */
-nd_status nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct nd_cqe *ents,
+int nd_cq_attach(struct nd_cq *cq, struct nd_ring_hdr *hdr, const struct nd_cqe *ents,
                        uint32_t entries, const struct nd_cq_src_ops *ops, void *ctx,
                        struct nd_cq_src **src);
 /* Detach a ring. Its entries not yet returned are translated now (the owner's request
@@ -101,7 +101,7 @@ void nd_cq_local_producer(struct nd_cq *cq, struct nd_ring_hdr *hdr, struct nd_c
                           uint32_t entries, struct nd_ring_producer *p);
 
 /* Break the CQ with a sticky error (catastrophic error, overrun): every notify completes with it. */
-void nd_cq_fail(struct nd_cq *cq, nd_status status);
+void nd_cq_fail(struct nd_cq *cq, int status);
 void nd_cq_debug_dump(struct nd_cq *cq, FILE *f);
 
 #endif

@@ -18,11 +18,11 @@ static const struct {
     [ND_KNOB_IW_TIMEOUT] = { "ND_IWARP_TIMEOUT_MS", "10000",
                              "an iWARP peer that acknowledges nothing (TCP), answers no Read (placement) or stops "
                              "half-way through an FPDU for this long: the oldest request completes "
-                             "ND_IO_TIMEOUT, the rest flush" },
+                             "-ETIMEDOUT, the rest flush" },
     [ND_KNOB_CM_TIMEOUT] = { "ND_CM_TIMEOUT_MS", "10000",
                              "a connection handshake the peer leaves unanswered this long (no reply to a "
                              "Connect, no CompleteConnect after an Accept, no request from a new connection): "
-                             "Connect or Accept completes ND_IO_TIMEOUT" },
+                             "Connect or Accept completes -ETIMEDOUT" },
     [ND_KNOB_IW_FPDU_MAX] = { "ND_IWARP_FPDU_MAX", "32768",
                               "the largest iWARP FPDU we send, bytes (256-65544); TCP's current MSS, when "
                               "smaller, wins" },
@@ -65,20 +65,20 @@ uint32_t nd_env_ms(enum nd_knob knob)
     return v >= 100 && v <= 3600000 ? (uint32_t)v : (uint32_t)strtol(knobs[knob].default_value, NULL, 10);
 }
 
-ND_API uint32_t nd_config_count(void)
+ND_DOOR uint32_t ndc_config_count(void)
 {
     return ND_KNOB_COUNT;
 }
 
-ND_API nd_status nd_config_get(uint32_t index, nd_config_knob *knob)
+ND_DOOR int ndc_config_get(uint32_t index, nd_config_knob *knob)
 {
     if (index >= ND_KNOB_COUNT)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (!knob)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     knob->name = knobs[index].name;
     knob->default_value = knobs[index].default_value;
     knob->value = nd_env((enum nd_knob)index);
     knob->description = knobs[index].description;
-    return ND_SUCCESS;
+    return 0;
 }

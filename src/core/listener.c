@@ -66,19 +66,19 @@ static bool listener_valid(const struct nd_listener *l)
     return l && l->magic == ND_MAGIC_LISTENER;
 }
 
-ND_API nd_status nd_adapter_create_listener(nd_adapter *a, nd_port *port, nd_listener **out)
+ND_DOOR int ndc_adapter_create_listener(nd_adapter *a, nd_port *port, nd_listener **out)
 {
     struct nd_listener *l;
 
     if (!nd_adapter_valid(a))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!nd_port_valid(port))
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (!out)
-        return ND_INVALID_PARAMETER_3;
+        return ND_EARG(3);
     l = calloc(1, sizeof(*l));
     if (!l)
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     l->adapter = a;
     l->port_fd = -1;
     nd_ovobj_init(&l->ov, port, &listener_ov_ops);
@@ -87,22 +87,22 @@ ND_API nd_status nd_adapter_create_listener(nd_adapter *a, nd_port *port, nd_lis
     nd_port_ref(port);
     l->magic = ND_MAGIC_LISTENER;
     *out = l;
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_listener_bind(nd_listener *l, const struct sockaddr *addr, uint32_t len)
+ND_DOOR int ndc_listener_bind(nd_listener *l, const struct sockaddr *addr, uint32_t len)
 {
-    nd_status st;
+    int st;
 
     if (!listener_valid(l))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!nd_sockaddr_ok(addr, len))
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     pthread_mutex_lock(&l->lock);
     if (l->state != LS_IDLE)
-        st = STATUS_ADDRESS_ALREADY_ASSOCIATED;
-    else if ((st = nd_cm_check_local(l->adapter, addr, true)) == ND_SUCCESS &&
-             (st = nd_cm_reserve_port(addr, &l->addr, &l->port_fd, true)) == ND_SUCCESS)
+        st = -EADDRINUSE;
+    else if ((st = nd_cm_check_local(l->adapter, addr, true)) == 0 &&
+             (st = nd_cm_reserve_port(addr, &l->addr, &l->port_fd, true)) == 0)
         l->state = LS_BOUND;
     pthread_mutex_unlock(&l->lock);
     return st;
@@ -132,20 +132,20 @@ static void queue_request(struct nd_listener *l, struct incoming *in)
                                ? NULL : nd_with_room(l->in, &l->capin, l->nin, sizeof(*l->in));
 
     if (!in_room) {
-        reject_and_close(in->wire, in->sock);     /* over the backlog: ND_CONNECTION_REFUSED at the peer */
+        reject_and_close(in->wire, in->sock);     /* over the backlog: -ECONNREFUSED at the peer */
         return;
     }
     l->in = in_room;
     l->in[l->nin++] = *in;
 }
 
-/* ND_SUCCESS: @in holds its REQ. ND_PENDING: not yet. Anything else: drop it. */
-static nd_status read_request(struct incoming *in)
+/* 0: @in holds its REQ. -EINPROGRESS: not yet. Anything else: drop it. */
+static int read_request(struct incoming *in)
 {
-    nd_status st = in->wire->cm_recv(in->sock, &in->req, ND_CM_REQ);
+    int st = in->wire->cm_recv(in->sock, &in->req, ND_CM_REQ);
 
-    if (st == ND_SUCCESS && in->req.type != ND_CM_REQ)
-        st = ND_CONNECTION_ABORTED;
+    if (st == 0 && in->req.type != ND_CM_REQ)
+        st = -ECONNABORTED;
     return st;
 }
 
@@ -174,7 +174,7 @@ static void start_waiting(struct nd_listener *l, struct incoming *in)
 
     if (room)
         l->wait = room;
-    if (!room || nd_port_add_source(l->ov.port, in->sock, l, listener_on_signal, &l->inflight, &in->source) != ND_SUCCESS) {
+    if (!room || nd_port_add_source(l->ov.port, in->sock, l, listener_on_signal, &l->inflight, &in->source) != 0) {
         close(in->sock);
         return;
     }
@@ -189,13 +189,13 @@ static void check_waiting(struct nd_listener *l)
     uint64_t now = nd_now_ns();
 
     for (uint32_t i = 0; i < l->nwait;) {
-        nd_status st = read_request(&l->wait[i]);
+        int st = read_request(&l->wait[i]);
 
-        if (st == ND_SUCCESS) {
+        if (st == 0) {
             struct incoming in = unwait(l, i);
 
             queue_request(l, &in);
-        } else if (st != ND_PENDING || now >= l->wait[i].deadline_ns) {
+        } else if (st != -EINPROGRESS || now >= l->wait[i].deadline_ns) {
             drop_waiting(l, i);
         } else {
             i++;
@@ -209,18 +209,18 @@ static void accept_all(struct nd_listener *l)
         for (;;) {
             struct incoming in = { .wire = l->ep[e].wire };
             int sock = in.wire->cm_accept(l->ep[e].fd, &in.pid);
-            nd_status st;
+            int st;
 
             if (sock < 0)
                 break;
             in.sock = sock;
             nd_cm_msg_init(&in.req, 0);
             st = read_request(&in);
-            if (st == ND_PENDING && poll(&(struct pollfd){ .fd = sock, .events = POLLIN }, 1, REQ_GRACE_MS) > 0)
+            if (st == -EINPROGRESS && poll(&(struct pollfd){ .fd = sock, .events = POLLIN }, 1, REQ_GRACE_MS) > 0)
                 st = read_request(&in);     /* the REQ was a moment behind the connect */
-            if (st == ND_SUCCESS)
+            if (st == 0)
                 queue_request(l, &in);
-            else if (st == ND_PENDING)
+            else if (st == -EINPROGRESS)
                 start_waiting(l, &in);
             else
                 close(sock);
@@ -240,7 +240,7 @@ static void match(struct nd_listener *l, struct nd_ovbatch *b)
         memmove(l->g, l->g + 1, --l->ng * sizeof(*l->g));
         nd_connector_take_request(g.c, in.wire, in.sock, in.pid, &in.req, &l->addr);
         nd_ov_remove(&l->ov, g.ov);
-        nd_ov_finish(g.ov, ND_SUCCESS, 0, b);
+        nd_ov_finish(g.ov, 0, 0, b);
     }
 }
 
@@ -332,25 +332,25 @@ static void close_endpoints(struct nd_listener *l)
  * no TCP transport listened on it (shm alone), listen here: a stray TCP peer then waits in
  * a backlog nobody accepts, and its MPA exchange times out.
  */
-static nd_status hold_port(struct nd_listener *l)
+static int hold_port(struct nd_listener *l)
 {
     int on = 0;
     socklen_t len = sizeof(on);
 
     if (getsockopt(l->port_fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 && on)
-        return ND_SUCCESS;
+        return 0;
     if (listen(l->port_fd, 1) == 0)
-        return ND_SUCCESS;
+        return 0;
     close_endpoints(l);
-    return errno == EADDRINUSE ? STATUS_ADDRESS_ALREADY_ASSOCIATED : ND_INSUFFICIENT_RESOURCES;
+    return errno == EADDRINUSE ? -EADDRINUSE : -ENOBUFS;
 }
 
 /* Listen with every enabled transport: shm's rendezvous and iwarp's TCP port. */
-static nd_status open_endpoints(struct nd_listener *l, uint32_t backlog)
+static int open_endpoints(struct nd_listener *l, uint32_t backlog)
 {
     for (const struct nd_transport_ops *const *t = nd_transports; *t; t++) {
         struct endpoint *ep = &l->ep[l->nep];
-        nd_status st;
+        int st;
 
         if (!nd_transport_enabled(*t))
             continue;
@@ -358,10 +358,10 @@ static nd_status open_endpoints(struct nd_listener *l, uint32_t backlog)
         ep->fd = (*t)->cm_listen((struct sockaddr *)&l->addr, l->port_fd, (int)(backlog ? backlog : SOMAXCONN));
         if (ep->fd < 0) {
             close_endpoints(l);
-            return ep->fd == -EADDRINUSE ? STATUS_ADDRESS_ALREADY_ASSOCIATED : ND_INSUFFICIENT_RESOURCES;
+            return ep->fd == -EADDRINUSE ? -EADDRINUSE : -ENOBUFS;
         }
         st = nd_port_add_source(l->ov.port, ep->fd, l, listener_on_signal, &l->inflight, &ep->port_source);
-        if (st != ND_SUCCESS) {
+        if (st != 0) {
             close(ep->fd);
             close_endpoints(l);
             return st;
@@ -371,16 +371,16 @@ static nd_status open_endpoints(struct nd_listener *l, uint32_t backlog)
     return hold_port(l);
 }
 
-ND_API nd_status nd_listener_listen(nd_listener *l, uint32_t backlog)
+ND_DOOR int ndc_listener_listen(nd_listener *l, uint32_t backlog)
 {
-    nd_status st = ND_SUCCESS;
+    int st = 0;
 
     if (!listener_valid(l))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     pthread_mutex_lock(&l->lock);
     if (l->state != LS_BOUND) {
-        st = ND_INVALID_DEVICE_STATE;
-    } else if ((st = open_endpoints(l, backlog)) == ND_SUCCESS) {
+        st = -EBADFD;
+    } else if ((st = open_endpoints(l, backlog)) == 0) {
         l->backlog = backlog;
         l->state = LS_LISTENING;
     }
@@ -388,22 +388,22 @@ ND_API nd_status nd_listener_listen(nd_listener *l, uint32_t backlog)
     return st;
 }
 
-ND_API nd_status nd_listener_get_local_address(nd_listener *l, struct sockaddr *addr, uint32_t *len)
+ND_DOOR int ndc_listener_get_local_address(nd_listener *l, struct sockaddr *addr, uint32_t *len)
 {
-    nd_status st;
+    int st;
 
     if (!listener_valid(l))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!len)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     pthread_mutex_lock(&l->lock);
     if (l->state != LS_LISTENING) {
-        st = ND_INVALID_DEVICE_STATE;
+        st = -EBADFD;
     } else {
         uint32_t need = nd_sockaddr_len((struct sockaddr *)&l->addr);
 
-        st = !addr || *len < need ? ND_BUFFER_OVERFLOW : ND_SUCCESS;
-        if (st == ND_SUCCESS)
+        st = !addr || *len < need ? -EOVERFLOW : 0;
+        if (st == 0)
             memcpy(addr, &l->addr, need);
         *len = need;
     }
@@ -411,29 +411,29 @@ ND_API nd_status nd_listener_get_local_address(nd_listener *l, struct sockaddr *
     return st;
 }
 
-ND_API nd_status nd_listener_get_connection_request(nd_listener *l, nd_connector *c, nd_overlapped *ov)
+ND_DOOR int ndc_listener_get_connection_request(nd_listener *l, nd_connector *c, nd_overlapped *ov)
 {
     struct nd_ovbatch b;
-    nd_status st = ND_PENDING;
+    int st = -EINPROGRESS;
     struct gcr *g_room;
 
     if (!listener_valid(l))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!nd_connector_valid(c))
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (!ov)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (nd_ov_is_pending(ov))
-        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
+        return -EINVAL;    /* still in use by an earlier request */
     nd_ovbatch_init(&b, l->ov.port);
     pthread_mutex_lock(&l->lock);
     if (l->state != LS_LISTENING) {
-        st = ND_INVALID_DEVICE_STATE;
+        st = -EBADFD;
     } else if (!nd_connector_queue(c, l->adapter)) {
-        st = ND_INVALID_DEVICE_STATE;
+        st = -EBADFD;
     } else if (!(g_room = nd_with_room(l->g, &l->capg, l->ng, sizeof(*l->g)))) {
         nd_connector_unqueue(c);
-        st = ND_NO_MEMORY;
+        st = -ENOMEM;
     } else {
         l->g = g_room;
         l->g[l->ng++] = (struct gcr){ ov, c };
@@ -446,7 +446,7 @@ ND_API nd_status nd_listener_get_connection_request(nd_listener *l, nd_connector
     return st;
 }
 
-ND_API void nd_listener_notify_requests(nd_listener *l, nd_request_fn fn, void *ctx)
+ND_DOOR void ndc_listener_notify_requests(nd_listener *l, nd_request_fn fn, void *ctx)
 {
     if (!listener_valid(l))
         return;
@@ -456,20 +456,20 @@ ND_API void nd_listener_notify_requests(nd_listener *l, nd_request_fn fn, void *
     pthread_mutex_unlock(&l->lock);
 }
 
-ND_API nd_status nd_listener_take_request(nd_listener *l, nd_connector **out)
+ND_DOOR int ndc_listener_take_request(nd_listener *l, nd_connector **out)
 {
     struct sockaddr_storage local;
     struct incoming in;
     nd_connector *c;
-    nd_status st;
+    int st;
 
     if (!l || !out)
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     /* The magic under the lock: the request callback may run while close, on another
      * thread, marks the listener dead (close then waits for the callback to return). */
     pthread_mutex_lock(&l->lock);
     if (l->magic != ND_MAGIC_LISTENER || !l->nin) {
-        st = l->magic != ND_MAGIC_LISTENER ? ND_INVALID_HANDLE : ND_PENDING;
+        st = l->magic != ND_MAGIC_LISTENER ? -EBADF : -EINPROGRESS;
         pthread_mutex_unlock(&l->lock);
         return st;
     }
@@ -479,14 +479,14 @@ ND_API nd_status nd_listener_take_request(nd_listener *l, nd_connector **out)
     pthread_mutex_unlock(&l->lock);
     /* The connector is made unlocked: it registers with the port, which may be serving
      * this listener's source right now. */
-    st = nd_adapter_create_connector(l->adapter, l->ov.port, &c);
-    if (st != ND_SUCCESS) {
+    st = ndc_adapter_create_connector(l->adapter, l->ov.port, &c);
+    if (st != 0) {
         reject_and_close(in.wire, in.sock);     /* the peer hears a refusal */
         return st;
     }
     nd_connector_take_request(c, in.wire, in.sock, in.pid, &in.req, &local);
     *out = c;
-    return ND_SUCCESS;
+    return 0;
 }
 
 static void cancel_all(struct nd_listener *l, struct nd_ovbatch *b)
@@ -496,37 +496,37 @@ static void cancel_all(struct nd_listener *l, struct nd_ovbatch *b)
     l->ng = 0;
     for (nd_overlapped *ov = nd_ov_take_all(&l->ov), *next; ov; ov = next) {
         next = nd_ov_next(ov);
-        nd_ov_finish(ov, ND_CANCELED, 0, b);
+        nd_ov_finish(ov, -ECANCELED, 0, b);
     }
 }
 
-ND_API nd_status nd_listener_cancel_overlapped_requests(nd_listener *l)
+ND_DOOR int ndc_listener_cancel_overlapped_requests(nd_listener *l)
 {
     struct nd_ovbatch b;
 
     if (!listener_valid(l))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     nd_ovbatch_init(&b, l->ov.port);
     pthread_mutex_lock(&l->lock);
     cancel_all(l, &b);
     pthread_mutex_unlock(&l->lock);
     nd_port_deliver(&b);
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_listener_get_overlapped_result(nd_listener *l, nd_overlapped *ov, int wait)
+ND_DOOR int ndc_listener_get_overlapped_result(nd_listener *l, nd_overlapped *ov, int wait)
 {
     if (!listener_valid(l))
-        return ND_INVALID_HANDLE;
-    return nd_get_overlapped_result(ov, wait);
+        return -EBADF;
+    return ndc_get_overlapped_result(ov, wait);
 }
 
-ND_API nd_status nd_listener_close(nd_listener *l)
+ND_DOOR int ndc_listener_close(nd_listener *l)
 {
     struct nd_ovbatch b;
 
     if (!listener_valid(l))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     nd_ovbatch_init(&b, l->ov.port);
     pthread_mutex_lock(&l->lock);
     cancel_all(l, &b);
@@ -550,5 +550,5 @@ ND_API nd_status nd_listener_close(nd_listener *l)
     nd_adapter_unref(l->adapter);
     nd_ovobj_fini(&l->ov);
     free(l);
-    return ND_SUCCESS;
+    return 0;
 }

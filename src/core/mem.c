@@ -61,19 +61,19 @@ static bool mr_valid(const struct nd_mr *mr)
     return mr && mr->magic == ND_MAGIC_MR;
 }
 
-ND_API nd_status nd_adapter_create_memory_region(nd_adapter *a, nd_port *port, nd_mr **out)
+ND_DOOR int ndc_adapter_create_memory_region(nd_adapter *a, nd_port *port, nd_mr **out)
 {
     struct nd_mr *mr;
 
     if (!nd_adapter_valid(a))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!nd_port_valid(port))
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (!out)
-        return ND_INVALID_PARAMETER_3;
+        return ND_EARG(3);
     mr = calloc(1, sizeof(*mr));
     if (!mr)
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     mr->adapter = a;
     nd_ovobj_init(&mr->ov, port, NULL);
     pthread_mutex_init(&mr->lock, NULL);
@@ -81,7 +81,7 @@ ND_API nd_status nd_adapter_create_memory_region(nd_adapter *a, nd_port *port, n
     nd_port_ref(port);
     mr->magic = ND_MAGIC_MR;
     *out = mr;
-    return ND_SUCCESS;
+    return 0;
 }
 
 /* Is [buf, buf+len) mapped? msync(MS_ASYNC) checks the whole range in one call, no side effects. */
@@ -96,33 +96,28 @@ static bool range_mapped(const void *buf, size_t len)
     return msync((void *)start, end - start, MS_ASYNC) == 0 || errno != ENOMEM;
 }
 
-ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t flags,
-                                nd_overlapped *ov)
+ND_DOOR int ndc_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t flags)
 {
-    nd_status st;
+    int st;
 
     if (!mr_valid(mr))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!buf && len == 0)
-        return ND_INVALID_PARAMETER;
+        return -EINVAL;
     if (len == 0)
-        return ND_INVALID_BUFFER_SIZE;
+        return -ERANGE;
     if (len > nd_caps.max_mr_size)
-        return ND_INVALID_PARAMETER;
+        return -EINVAL;
     if (flags & ~MR_FLAGS_KNOWN)
-        return ND_INVALID_PARAMETER_3;
-    if (!ov)
-        return ND_INVALID_PARAMETER_4;
-    if (nd_ov_is_pending(ov))
-        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
+        return ND_EARG(3);
     if (!buf || !range_mapped(buf, len))
-        return ND_ACCESS_VIOLATION;
+        return -EFAULT;
     pthread_mutex_lock(&mr->lock);
     if (mr->registered) {
-        st = ND_INVALID_DEVICE_STATE;
+        st = -EBADFD;
     } else {
         st = nd_mtab_alloc(mr->adapter, ND_MTAB_MR, &mr->index);
-        if (st == ND_SUCCESS) {
+        if (st == 0) {
             nd_share_claim((uintptr_t)buf, len, &mr->share);
             mr->token = nd_mtab_publish(mr->adapter, mr->index, (uintptr_t)buf, len,
                                         flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM, &mr->share, ND_KEY_NEXT, mr->pd);
@@ -142,17 +137,17 @@ ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t
  * the memory through it (ours and same-host peers', mem_barrier.c): when this returns,
  * nothing does, and nothing will. Only then may nd_free_memory have the memory back.
  */
-static nd_status mr_deregister(struct nd_mr *mr)
+static int mr_deregister(struct nd_mr *mr)
 {
     struct nd_mtab_share share = { 0 };
     uint64_t addr = 0, len = 0;
-    nd_status st = ND_SUCCESS;
+    int st = 0;
 
     pthread_mutex_lock(&mr->lock);
     if (!mr->registered)
-        st = ND_INVALID_DEVICE_STATE;
+        st = -EBADFD;
     else if (atomic_load(&mr->bound_windows) != 0)
-        st = ND_DEVICE_BUSY;
+        st = -EBUSY;
     else {
         nd_mtab_free(mr->adapter, mr->index);
         if (mr->huge_queued)
@@ -166,55 +161,51 @@ static nd_status mr_deregister(struct nd_mr *mr)
         len = mr->len;
     }
     pthread_mutex_unlock(&mr->lock);
-    if (st != ND_SUCCESS)
+    if (st != 0)
         return st;
     /* Not under the region's lock: a queue pair binding a window takes it under its own. */
     nd_mem_barrier(mr->adapter, addr, len);
     if (share.ino)
         nd_share_release((uintptr_t)share.base);
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_mr_deregister(nd_mr *mr, nd_overlapped *ov)
+ND_DOOR int ndc_mr_deregister(nd_mr *mr)
 {
     if (!mr_valid(mr))
-        return ND_INVALID_HANDLE;
-    if (!ov)
-        return ND_INVALID_PARAMETER_1;
-    if (nd_ov_is_pending(ov))
-        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
+        return -EBADF;
     return mr_deregister(mr);
 }
 
-ND_API uint32_t nd_mr_get_local_token(nd_mr *mr)
+ND_DOOR uint32_t ndc_mr_get_local_token(nd_mr *mr)
 {
     return mr_valid(mr) ? mr->token : 0;
 }
 
-ND_API uint32_t nd_mr_get_remote_token(nd_mr *mr)
+ND_DOOR uint32_t ndc_mr_get_remote_token(nd_mr *mr)
 {
     return mr_valid(mr) ? mr->token : 0;
 }
 
-ND_API nd_status nd_mr_cancel_overlapped_requests(nd_mr *mr)
+ND_DOOR int ndc_mr_cancel_overlapped_requests(nd_mr *mr)
 {
     /* Register and Deregister complete synchronously, so nothing is ever pending here. */
-    return mr_valid(mr) ? ND_SUCCESS : ND_INVALID_HANDLE;
+    return mr_valid(mr) ? 0 : -EBADF;
 }
 
-ND_API nd_status nd_mr_get_overlapped_result(nd_mr *mr, nd_overlapped *ov, int wait)
+ND_DOOR int ndc_mr_get_overlapped_result(nd_mr *mr, nd_overlapped *ov, int wait)
 {
     if (!mr_valid(mr))
-        return ND_INVALID_HANDLE;
-    return nd_get_overlapped_result(ov, wait);
+        return -EBADF;
+    return ndc_get_overlapped_result(ov, wait);
 }
 
-ND_API nd_status nd_mr_close(nd_mr *mr)
+ND_DOOR int ndc_mr_close(nd_mr *mr)
 {
     if (!mr_valid(mr))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (atomic_load(&mr->bound_windows) != 0)
-        return ND_DEVICE_BUSY;
+        return -EBUSY;
     if (mr->registered)
         mr_deregister(mr);
     mr->magic = ND_MAGIC_DEAD;
@@ -222,23 +213,23 @@ ND_API nd_status nd_mr_close(nd_mr *mr)
     nd_port_unref(mr->ov.port);
     nd_adapter_unref(mr->adapter);
     free(mr);
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_adapter_create_memory_window(nd_adapter *a, nd_mw **out)
+ND_DOOR int ndc_adapter_create_memory_window(nd_adapter *a, nd_mw **out)
 {
     struct nd_mw *mw;
-    nd_status st;
+    int st;
 
     if (!nd_adapter_valid(a))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!out)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     mw = calloc(1, sizeof(*mw));
     if (!mw)
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     st = nd_mtab_alloc(a, ND_MTAB_MW, &mw->index);
-    if (st != ND_SUCCESS) {
+    if (st != 0) {
         free(mw);
         return st;
     }
@@ -248,18 +239,18 @@ ND_API nd_status nd_adapter_create_memory_window(nd_adapter *a, nd_mw **out)
     nd_adapter_ref(a);
     mw->magic = ND_MAGIC_MW;
     *out = mw;
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API uint32_t nd_mw_get_remote_token(nd_mw *mw)
+ND_DOOR uint32_t ndc_mw_get_remote_token(nd_mw *mw)
 {
     return mw && mw->magic == ND_MAGIC_MW ? mw->token : 0;
 }
 
-ND_API nd_status nd_mw_close(nd_mw *mw)
+ND_DOOR int ndc_mw_close(nd_mw *mw)
 {
     if (!mw || mw->magic != ND_MAGIC_MW)
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     /* A window still bound (its QP may be dead: no Invalidate can run any more) is
      * invalidated here, as ibv_dealloc_mw does: remote access through it ends now. */
     struct nd_mr *mr = mw->bound_to;
@@ -272,7 +263,7 @@ ND_API nd_status nd_mw_close(nd_mw *mw)
     mw->magic = ND_MAGIC_DEAD;
     nd_adapter_unref(mw->adapter);
     free(mw);
-    return ND_SUCCESS;
+    return 0;
 }
 
 bool nd_mr_of(const nd_mr *mr, const struct nd_adapter *a)
@@ -285,9 +276,9 @@ bool nd_mw_of(const nd_mw *mw, const struct nd_adapter *a)
     return mw && mw->magic == ND_MAGIC_MW && mw->adapter == a;
 }
 
-nd_status nd_mw_bind_check(nd_mr *mr, const void *buf, size_t len, uint32_t access)
+int nd_mw_bind_check(nd_mr *mr, const void *buf, size_t len, uint32_t access)
 {
-    nd_status st = ND_ACCESS_VIOLATION;
+    int st = -EFAULT;
 
     pthread_mutex_lock(&mr->lock);
     if (mr->registered &&
@@ -310,10 +301,10 @@ static void forget_binding(struct nd_mw *mw)
 }
 
 /* Bind @mw to [buf, buf+len) inside @mr with remote @access; the new token is valid at once. */
-nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access, uint32_t key,
+int nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access, uint32_t key,
                         bool replace)
 {
-    nd_status st = ND_SUCCESS;
+    int st = 0;
     uint32_t rights;
 
     if (replace && mw->bound_to) {
@@ -329,13 +320,13 @@ nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint3
     if (mw->bound_to && remotely_invalidated(mw))
         forget_binding(mw);
     if (!mr->registered || mw->bound_to)
-        st = ND_INVALID_DEVICE_REQUEST;
+        st = -EBADRQC;
     else if ((access & ND_ACCESS_REMOTE_WRITE) && !(rights & ND_MR_FLAG_ALLOW_LOCAL_WRITE))
-        st = ND_ACCESS_VIOLATION;
+        st = -EFAULT;
     else if (nd_mtab_check(mr->adapter->mtab, ND_MTAB_ENTRIES, mr->token, (uintptr_t)buf, len, 0, mr->pd) !=
-             ND_SUCCESS)
-        st = ND_ACCESS_VIOLATION;
-    if (st == ND_SUCCESS) {
+             0)
+        st = -EFAULT;
+    if (st == 0) {
         /* A window inside shareable memory is shareable: the region cannot go while bound. */
         mw->token = nd_mtab_publish(mw->adapter, mw->index, (uintptr_t)buf, len, access, &mr->share, key, mw->pd);
         mw->bound_to = mr;
@@ -345,18 +336,18 @@ nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint3
     return st;
 }
 
-nd_status nd_mw_invalidate(nd_mw *mw)
+int nd_mw_invalidate(nd_mw *mw)
 {
     struct nd_mr *mr = mw->bound_to;
 
     if (!mr)
-        return ND_INVALID_DEVICE_REQUEST;
+        return -EBADRQC;
     if (remotely_invalidated(mw)) {
         forget_binding(mw);
-        return ND_INVALID_DEVICE_REQUEST;   /* a peer's Send with Invalidate unbound it */
+        return -EBADRQC;   /* a peer's Send with Invalidate unbound it */
     }
     nd_mtab_revoke(mw->adapter, mw->index);
     mw->bound_to = NULL;
     atomic_fetch_sub(&mr->bound_windows, 1);
-    return ND_SUCCESS;
+    return 0;
 }

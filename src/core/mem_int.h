@@ -47,9 +47,9 @@ _Static_assert(sizeof(struct nd_mtab_entry) == ND_MTAB_ENTRY_BYTES, "the adapter
 
 #define ND_TOKEN_INDEX(t) ((t) >> 8)
 
-nd_status nd_mtab_init(struct nd_adapter *a);
+int nd_mtab_init(struct nd_adapter *a);
 void nd_mtab_destroy(struct nd_adapter *a);
-nd_status nd_mtab_alloc(struct nd_adapter *a, enum nd_mtab_kind kind, uint32_t *index);
+int nd_mtab_alloc(struct nd_adapter *a, enum nd_mtab_kind kind, uint32_t *index);
 void nd_mtab_free(struct nd_adapter *a, uint32_t index);
 /* Make entry @index valid with a new key; returns the token. Adapter lock not needed.
  * @share (NULL, or ino 0: not shareable) says where peers can map the memory. @key:
@@ -67,10 +67,10 @@ bool nd_mtab_remote_invalidate(struct nd_adapter *a, uint32_t token, uint16_t pd
 /*
  * nd_mtab_check - may a queue pair of protection domain @pd use @token for [addr, addr+len)
  * with @need rights? @table/@entries may be a peer's table mapped read-only. Returns
- * ND_SUCCESS or ND_ACCESS_VIOLATION. Reads the entry under its seqlock, so never a torn
+ * 0 or -EFAULT. Reads the entry under its seqlock, so never a torn
  * entry. The ND API has one protection domain (0); verbs gives each PD its own.
  */
-nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
+int nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
                         uint64_t addr, uint64_t len, uint32_t need, uint16_t pd);
 /* Why nd_mtab_check refused: the three protection errors of RFC 5040 §7.4 (the values
  * are RDMAP's remote protection error codes). A range that wraps is out of bounds. */
@@ -78,7 +78,7 @@ enum nd_mtab_why { ND_MTAB_BAD_STAG = 0x00, ND_MTAB_BOUNDS = 0x01, ND_MTAB_RIGHT
 enum nd_mtab_why nd_mtab_why(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
                              uint64_t addr, uint64_t len, uint32_t need, uint16_t pd);
 /* The same, also reading the entry's share (ino 0 when the memory is not shareable). */
-nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
+int nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
                               uint64_t addr, uint64_t len, uint32_t need, uint16_t pd, struct nd_mtab_share *share);
 
 /*
@@ -95,17 +95,17 @@ struct nd_mtab_memo {
     uint64_t addr, len;
 };
 
-nd_status nd_mtab_check_fill(struct nd_adapter *a, struct nd_mtab_memo *memo, uint32_t token,
+int nd_mtab_check_fill(struct nd_adapter *a, struct nd_mtab_memo *memo, uint32_t token,
                              uint64_t addr, uint64_t len, uint32_t need);
 
 /* nd_mtab_check against our own adapter's table, for memo->pd, through @memo (filled on a miss). */
-static inline nd_status nd_mtab_check_local(struct nd_adapter *a, struct nd_mtab_memo *memo, uint32_t token,
+static inline int nd_mtab_check_local(struct nd_adapter *a, struct nd_mtab_memo *memo, uint32_t token,
                                             uint64_t addr, uint64_t len, uint32_t need)
 {
     if (memo->token == token && (memo->access & need) == need && addr >= memo->addr &&
         addr - memo->addr <= memo->len && len <= memo->len - (addr - memo->addr) &&
         memo->gen == atomic_load_explicit(&a->mtab_gen, memory_order_acquire))
-        return ND_SUCCESS;
+        return 0;
     return nd_mtab_check_fill(a, memo, token, addr, len, need);
 }
 
@@ -116,7 +116,7 @@ static inline bool nd_sges_registered(struct nd_adapter *a, struct nd_mtab_memo 
     for (uint32_t i = 0; i < nsge; i++)
         if (sge[i].buffer_length && nd_mtab_check_local(a, memo, sge[i].memory_region_token,
                                                         (uintptr_t)sge[i].buffer, sge[i].buffer_length,
-                                                        need) != ND_SUCCESS)
+                                                        need) != 0)
             return false;
     return true;
 }
@@ -143,11 +143,11 @@ void nd_huge_stop(struct nd_adapter *a);
 /* Memory windows, bound and invalidated by queue pairs (mem.c). */
 /* @key as nd_mtab_publish's; @replace: a bound window is invalidated first (verbs' type 1
  * windows rebind so), else binding a bound window fails. */
-nd_status nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access, uint32_t key,
+int nd_mw_bind_to(nd_mw *mw, nd_mr *mr, const void *buf, size_t len, uint32_t access, uint32_t key,
                         bool replace);
-nd_status nd_mw_invalidate(nd_mw *mw);
-/* Could @mr grant @access over [buf, buf+len)? ND_SUCCESS or ND_ACCESS_VIOLATION. */
-nd_status nd_mw_bind_check(nd_mr *mr, const void *buf, size_t len, uint32_t access);
+int nd_mw_invalidate(nd_mw *mw);
+/* Could @mr grant @access over [buf, buf+len)? 0 or -EFAULT. */
+int nd_mw_bind_check(nd_mr *mr, const void *buf, size_t len, uint32_t access);
 bool nd_mr_of(const nd_mr *mr, const struct nd_adapter *a);
 /* Protection domains (verbs; everything of the ND API is in domain 0). A region or window
  * takes its domain before it is registered or bound; a queue pair uses only memory of its

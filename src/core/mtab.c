@@ -3,20 +3,20 @@
 
 #include <stdlib.h>
 
-nd_status nd_mtab_init(struct nd_adapter *a)
+int nd_mtab_init(struct nd_adapter *a)
 {
     a->mtab_free = malloc(ND_MTAB_ENTRIES * sizeof(uint32_t));
     a->mtab_key = calloc(ND_MTAB_ENTRIES, 1);
     if (!a->mtab_free || !a->mtab_key) {
         free(a->mtab_free);
         free(a->mtab_key);
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     }
     /* Index 0 is never handed out, so no valid token is 0. Low indices are used first. */
     a->mtab_nfree = 0;
     for (uint32_t i = ND_MTAB_ENTRIES - 1; i >= 1; i--)
         a->mtab_free[a->mtab_nfree++] = i;
-    return ND_SUCCESS;
+    return 0;
 }
 
 void nd_mtab_destroy(struct nd_adapter *a)
@@ -25,15 +25,15 @@ void nd_mtab_destroy(struct nd_adapter *a)
     free(a->mtab_key);
 }
 
-nd_status nd_mtab_alloc(struct nd_adapter *a, enum nd_mtab_kind kind, uint32_t *index)
+int nd_mtab_alloc(struct nd_adapter *a, enum nd_mtab_kind kind, uint32_t *index)
 {
-    nd_status st = ND_INSUFFICIENT_RESOURCES;
+    int st = -ENOBUFS;
 
     pthread_mutex_lock(&a->lock);
     if (a->mtab_nfree) {
         *index = a->mtab_free[--a->mtab_nfree];
         a->mtab[*index].kind = kind;
-        st = ND_SUCCESS;
+        st = 0;
     }
     pthread_mutex_unlock(&a->lock);
     return st;
@@ -130,7 +130,7 @@ bool nd_mtab_remote_invalidate(struct nd_adapter *a, uint32_t token, uint16_t pd
     return ok;
 }
 
-nd_status nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
+int nd_mtab_check(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
                         uint64_t addr, uint64_t len, uint32_t need, uint16_t pd)
 {
     return nd_mtab_check_share(table, entries, token, addr, len, need, pd, NULL);
@@ -187,7 +187,7 @@ enum nd_mtab_why nd_mtab_why(const struct nd_mtab_entry *table, uint32_t entries
     return entry_grants(&e, token, addr, len, need, pd) ? ND_MTAB_OK : ND_MTAB_BOUNDS;
 }
 
-nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
+int nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entries, uint32_t token,
                               uint64_t addr, uint64_t len, uint32_t need, uint16_t pd, struct nd_mtab_share *share)
 {
     uint32_t index = ND_TOKEN_INDEX(token);
@@ -195,13 +195,13 @@ nd_status nd_mtab_check_share(const struct nd_mtab_entry *table, uint32_t entrie
 
     if (index == 0 || index >= entries || !entry_read(&table[index], &e, share != NULL) ||
         !entry_grants(&e, token, addr, len, need, pd))
-        return ND_ACCESS_VIOLATION;
+        return -EFAULT;
     if (share)
         *share = e.share;
-    return ND_SUCCESS;
+    return 0;
 }
 
-nd_status nd_mtab_check_fill(struct nd_adapter *a, struct nd_mtab_memo *memo, uint32_t token,
+int nd_mtab_check_fill(struct nd_adapter *a, struct nd_mtab_memo *memo, uint32_t token,
                              uint64_t addr, uint64_t len, uint32_t need)
 {
     /* The generation first: a change after this load makes the memo stale, never wrong. */
@@ -210,8 +210,8 @@ nd_status nd_mtab_check_fill(struct nd_adapter *a, struct nd_mtab_memo *memo, ui
 
     if (index == 0 || index >= ND_MTAB_ENTRIES || !entry_read(&a->mtab[index], &e, false) ||
         !entry_grants(&e, token, addr, len, need, memo->pd))
-        return ND_ACCESS_VIOLATION;
+        return -EFAULT;
     *memo = (struct nd_mtab_memo){ .gen = gen, .token = token, .access = e.access, .pd = memo->pd, .addr = e.addr,
                                    .len = e.length };
-    return ND_SUCCESS;
+    return 0;
 }

@@ -13,12 +13,37 @@
 
 /*
  * ov->internal_state is the request's futex word: IDLE while pending with nobody blocked
- * on it, WAITER once a thread sleeps in nd_get_overlapped_result, DONE once completed.
+ * on it, WAITER once a thread sleeps in ndc_get_overlapped_result, DONE once completed.
  * The completer swaps in DONE before it publishes the status, so it only needs to wake
  * when it saw WAITER; it never reads the request again after publishing the status,
  * because the owner may reuse or free it from that moment on.
  */
 enum { OV_IDLE = 0, OV_WAITER = 1, OV_DONE = 2 };
+
+static int32_t shown_as_is(int st)
+{
+    return st;
+}
+
+static int read_as_is(int32_t shown)
+{
+    return shown;
+}
+
+static const struct nd_ov_codec own_codec = { .encode = shown_as_is, .decode = read_as_is };
+static const struct nd_ov_codec *codec = &own_codec;
+static int32_t shown_pending = -EINPROGRESS;
+
+void nd_ov_use_codec(const struct nd_ov_codec *c)
+{
+    codec = c;
+    shown_pending = c->encode(-EINPROGRESS);
+}
+
+int nd_ov_result(const nd_overlapped *ov)
+{
+    return codec->decode(__atomic_load_n(&ov->status, __ATOMIC_ACQUIRE));
+}
 
 void nd_ovobj_init(struct nd_ovobj *obj, struct nd_port *port, const struct nd_ovobj_ops *ops)
 {
@@ -126,7 +151,7 @@ void nd_ov_start(struct nd_ovobj *obj, nd_overlapped *ov)
     ov->internal_next = NULL;
     ov->internal_owner = obj;
     __atomic_store_n(&ov->internal_state, OV_IDLE, __ATOMIC_RELAXED);
-    __atomic_store_n(&ov->status, ND_PENDING, __ATOMIC_RELEASE);
+    __atomic_store_n(&ov->status, shown_pending, __ATOMIC_RELEASE);
     if (obj->tail)
         obj->tail->internal_next = ov;
     else
@@ -149,7 +174,7 @@ nd_overlapped *nd_ov_next(nd_overlapped *ov)
 
 bool nd_ov_is_pending(const nd_overlapped *ov)
 {
-    return __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE) == ND_PENDING;
+    return __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE) == shown_pending;
 }
 
 void nd_ovbatch_init(struct nd_ovbatch *b, struct nd_port *port)
@@ -179,7 +204,7 @@ static void batch_push(struct nd_ovbatch *b, nd_overlapped *ov)
     b->items[b->n++] = ov;
 }
 
-void nd_ov_finish(nd_overlapped *ov, nd_status status, uint64_t bytes, struct nd_ovbatch *batch)
+void nd_ov_finish(nd_overlapped *ov, int status, uint64_t bytes, struct nd_ovbatch *batch)
 {
     struct nd_ovobj *obj = ov->internal_owner;  /* the owner outlives its requests */
     uint32_t prev;
@@ -189,7 +214,7 @@ void nd_ov_finish(nd_overlapped *ov, nd_status status, uint64_t bytes, struct nd
     if (!(ov->flags & ND_OV_FLAG_NO_PORT) && batch)
         batch_push(batch, ov);
     prev = __atomic_exchange_n(&ov->internal_state, OV_DONE, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&ov->status, status, __ATOMIC_RELEASE);
+    __atomic_store_n(&ov->status, codec->encode(status), __ATOMIC_RELEASE);
     /* From here on @ov may be gone: only its address is used (futex wake, the port queue). */
     if (prev == OV_WAITER)
         nd_futex_wake(&ov->internal_state, 1 << 30);
@@ -212,27 +237,25 @@ static void ov_futex_wait(nd_overlapped *ov)
     }
 }
 
-ND_API nd_status nd_get_overlapped_result(nd_overlapped *ov, int wait)
+ND_DOOR int ndc_get_overlapped_result(nd_overlapped *ov, int wait)
 {
     struct nd_ovobj *obj;
-    nd_status s;
 
     if (!ov)
-        return ND_INVALID_PARAMETER_1;
-    s = __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE);
-    if (s != ND_PENDING)
-        return s;
+        return ND_EARG(1);
+    if (!nd_ov_is_pending(ov))
+        return nd_ov_result(ov);
     obj = ov->internal_owner;
     if (!wait) {
         if (obj && obj->ops && obj->ops->poll)
             obj->ops->poll(obj);
-        return __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE);
+        return nd_ov_result(ov);
     }
     if (obj && obj->ops && obj->ops->wait)
         obj->ops->wait(obj, ov);
     else
         ov_futex_wait(ov);
-    return __atomic_load_n(&ov->status, __ATOMIC_ACQUIRE);
+    return nd_ov_result(ov);
 }
 
 void nd_ovbatch_remove(struct nd_ovbatch *b, nd_overlapped *ov)

@@ -3,7 +3,7 @@
  * The completion port: an epoll set over the event sources of its objects (CQ eventfds,
  * edge-triggered) plus a FIFO of completed requests whose non-emptiness is mirrored in a
  * level-triggered eventfd, so the epoll fd itself polls readable exactly when
- * nd_port_wait(port, 0) has something to do.
+ * ndc_port_wait(port, 0) has something to do.
  */
 #include "core.h"
 #include "log.h"
@@ -77,8 +77,8 @@ struct nd_port {
      */
     uint32_t *pending, npending, cappending;
     _Atomic uint32_t sleepers;
-    /* Threads inside nd_port_wait, and whether the port is closing: Dekker between a waiter
-     * (counts itself, then looks at closing) and nd_port_close (sets closing, then waits
+    /* Threads inside ndc_port_wait, and whether the port is closing: Dekker between a waiter
+     * (counts itself, then looks at closing) and ndc_port_close (sets closing, then waits
      * for the count to drop), as closing an IOCP wakes the threads asleep in it. */
     _Atomic uint32_t waiters;
     _Atomic bool closing;
@@ -154,16 +154,16 @@ static void tick_all(struct nd_port *port, struct nd_ovbatch *batch)
     pthread_mutex_unlock(&port->source_lock);
 }
 
-ND_API nd_status nd_port_create(nd_port **out)
+ND_DOOR int ndc_port_create(nd_port **out)
 {
     struct epoll_event ev = { .events = EPOLLIN, .data.u64 = QUEUE_EVENT_ID };
     struct nd_port *port;
 
     if (!out)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     port = calloc(1, sizeof(*port));
     if (!port)
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     port->epfd = epoll_create1(EPOLL_CLOEXEC);
     port->queue_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (port->epfd < 0 || port->queue_fd < 0 ||
@@ -174,7 +174,7 @@ ND_API nd_status nd_port_create(nd_port **out)
         if (port->queue_fd >= 0)
             close(port->queue_fd);
         free(port);
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     }
     pthread_mutex_init(&port->queue_lock, NULL);
     pthread_mutex_init(&port->source_lock, NULL);
@@ -183,15 +183,15 @@ ND_API nd_status nd_port_create(nd_port **out)
     port->kick_fd = -1;
     port->magic = ND_MAGIC_PORT;
     *out = port;
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_port_close(nd_port *port)
+ND_DOOR int ndc_port_close(nd_port *port)
 {
     if (!nd_port_valid(port))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (atomic_load(&port->objects) != 0)
-        return ND_DEVICE_BUSY;
+        return -EBUSY;
     atomic_store(&port->closing, true);
     if (atomic_load(&port->waiters)) {
         uint64_t one = 1;
@@ -215,12 +215,12 @@ ND_API nd_status nd_port_close(nd_port *port)
     free(port->src);
     free(port->queue);
     free(port);
-    return ND_SUCCESS;
+    return 0;
 }
 
 static void flush_pending_locked(struct nd_port *port);
 
-ND_API int nd_port_fd(const nd_port *cport)
+ND_DOOR int ndc_port_fd(const nd_port *cport)
 {
     struct nd_port *port = (struct nd_port *)cport;     /* the handle's object is ours to change */
 
@@ -464,11 +464,11 @@ static void flush_pending_locked(struct nd_port *port)
     __atomic_store_n(&port->npending, 0, __ATOMIC_RELAXED);
 }
 
-nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_signal_fn fn,
+int nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_signal_fn fn,
                              _Atomic uint32_t *inflight, uint32_t *id)
 {
     struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
-    nd_status st = ND_SUCCESS;
+    int st = 0;
     uint32_t idx;
 
     pthread_mutex_lock(&port->source_lock);
@@ -479,7 +479,7 @@ nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_si
         struct port_source *n = nd_with_room(port->src, &port->cap, port->nsrc, sizeof(*n));
 
         if (!n) {
-            st = ND_NO_MEMORY;
+            st = -ENOMEM;
             goto out;
         }
         port->src = n;
@@ -505,7 +505,7 @@ nd_status nd_port_add_source(struct nd_port *port, int fd, void *obj, nd_port_si
     if (fd < 0 ? !kick_room(port) : epoll_ctl(port->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         port->src[idx].obj = NULL;
         source_free_locked(port, idx);
-        st = errno == ENOMEM ? ND_NO_MEMORY : ND_INSUFFICIENT_RESOURCES;
+        st = errno == ENOMEM ? -ENOMEM : -ENOBUFS;
         goto out;
     }
     if (fd < 0)
@@ -592,16 +592,16 @@ static int remaining_ms(int timeout_ms, uint64_t deadline)
     return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
 }
 
-static nd_status port_wait(struct nd_port *port, int timeout_ms, nd_overlapped **out, bool *interrupted);
+static int port_wait(struct nd_port *port, int timeout_ms, nd_overlapped **out, bool *interrupted);
 
-ND_API nd_status nd_port_wait(nd_port *port, int timeout_ms, nd_overlapped **out)
+ND_DOOR int ndc_port_wait(nd_port *port, int timeout_ms, nd_overlapped **out)
 {
-    nd_status st;
+    int st;
 
     if (!nd_port_valid(port))
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (!out)
-        return ND_INVALID_PARAMETER_3;
+        return ND_EARG(3);
     atomic_fetch_add(&port->waiters, 1);
     st = port_wait(port, timeout_ms, out, NULL);
     atomic_fetch_sub(&port->waiters, 1);
@@ -615,14 +615,14 @@ int nd_port_take(struct nd_port *port, int timeout_ms, nd_overlapped **out)
 
     *out = NULL;
     atomic_fetch_add(&port->waiters, 1);
-    err = nd_status_errno(port_wait(port, timeout_ms, out, &interrupted));
+    err = nd_errno_of(port_wait(port, timeout_ms, out, &interrupted));
     atomic_fetch_sub(&port->waiters, 1);
     if (*out)
         return 0;
     return interrupted ? -EINTR : err == ETIMEDOUT ? -EAGAIN : -EIO;
 }
 
-static nd_status port_wait(struct nd_port *port, int timeout_ms, nd_overlapped **out, bool *interrupted)
+static int port_wait(struct nd_port *port, int timeout_ms, nd_overlapped **out, bool *interrupted)
 {
     uint64_t deadline = timeout_ms > 0 ? nd_now_ns() + (uint64_t)timeout_ms * 1000000 : 0;
     struct epoll_event ev[32];
@@ -634,14 +634,14 @@ static nd_status port_wait(struct nd_port *port, int timeout_ms, nd_overlapped *
         int wait, n;
 
         if (atomic_load(&port->closing))
-            return ND_CANCELED;     /* the port is being closed under us */
+            return -ECANCELED;     /* the port is being closed under us */
         ov = deliver_and_take(port, &batch);
         if (ov) {
             *out = ov;
-            return ND_SUCCESS;
+            return 0;
         }
         if (expired)
-            return ND_TIMEOUT;
+            return -ETIME;
         wait = remaining_ms(timeout_ms, deadline);
         bool ticking = atomic_load_explicit(&port->timed, memory_order_relaxed) > 0;
         int slice = ticking && (wait < 0 || wait > TICK_MS) ? TICK_MS : wait;
@@ -654,7 +654,7 @@ static nd_status port_wait(struct nd_port *port, int timeout_ms, nd_overlapped *
         n = epoll_wait(port->epfd, ev, (int)ND_ARRAY_SIZE(ev), slice);
         atomic_fetch_sub(&port->sleepers, 1);
         if (n < 0 && errno != EINTR)
-            return ND_INTERNAL_ERROR;
+            return -EIO;
         if (n < 0 && interrupted) {
             *interrupted = true;    /* a signal: the caller reports EINTR, as a read would */
             expired = true;
@@ -676,18 +676,18 @@ static nd_status port_wait(struct nd_port *port, int timeout_ms, nd_overlapped *
     }
 }
 
-ND_API nd_status nd_port_post(nd_port *port, nd_overlapped *ov, nd_status status, uint64_t bytes)
+ND_DOOR int ndc_port_post(nd_port *port, nd_overlapped *ov, int status, uint64_t bytes)
 {
     struct nd_ovbatch batch;
 
     if (!nd_port_valid(port))
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (!ov)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     nd_ovbatch_init(&batch, port);
     ov->internal_owner = NULL;
     ov->flags &= ~ND_OV_FLAG_NO_PORT;
     nd_ov_finish(ov, status, bytes, &batch);
     nd_port_deliver(&batch);
-    return ND_SUCCESS;
+    return 0;
 }

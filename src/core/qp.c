@@ -106,7 +106,7 @@ static enum nd_xlate initiator_translate(void *ctx, const struct nd_cqe *e, nd_r
     r->request_context = slot->ctx;
     r->request_type = (nd_request_type)slot->type;
     /* A tail call, and the status is in a register: a success costs one test. */
-    if (ND_UNLIKELY(r->status != ND_SUCCESS))
+    if (ND_UNLIKELY(r->status != 0))
         return initiator_failed(qp, e, r);
     return ND_XLATE_OK;
 }
@@ -119,10 +119,10 @@ static void initiator_retire(void *ctx, const struct nd_cqe *e)
     advance_reaped(qp);
 }
 
-static void receive_result(struct nd_qp *qp, uint32_t k, nd_status st, uint32_t bytes, nd_result *r)
+static void receive_result(struct nd_qp *qp, uint32_t k, int st, uint32_t bytes, nd_result *r)
 {
     r->status = st;
-    r->bytes_transferred = st == ND_SUCCESS ? bytes : 0;
+    r->bytes_transferred = st == 0 ? bytes : 0;
     r->qp_context = qp->context;
     r->request_context = rq_slot(qp, k)->ctx;
     r->request_type = ND_REQUEST_TYPE_RECEIVE;
@@ -150,7 +150,7 @@ static bool scatter(struct nd_qp *qp, uint32_t k, const uint8_t *src, uint32_t b
         uint32_t n = slot->sge[i].buffer_length < bytes ? slot->sge[i].buffer_length : bytes;
 
         if (n && nd_mtab_check_local(qp->adapter, &qp->scatter_memo, slot->sge[i].memory_region_token,
-                                     (uintptr_t)slot->sge[i].buffer, n, ND_ACCESS_LOCAL_WRITE) != ND_SUCCESS)
+                                     (uintptr_t)slot->sge[i].buffer, n, ND_ACCESS_LOCAL_WRITE) != 0)
             return false;
         nd_copy(slot->sge[i].buffer, src, n);
         src += n;
@@ -209,7 +209,7 @@ static enum nd_xlate srq_write_imm(struct nd_qp *qp, const struct nd_cqe *e, nd_
     x = nd_srq_complete(qp->srq, e->wr_index, &empty, NULL, r, &overrun);
     if (x != ND_XLATE_OK)
         return x;
-    r->bytes_transferred = r->status == ND_SUCCESS ? e->bytes : 0;
+    r->bytes_transferred = r->status == 0 ? e->bytes : 0;
     r->qp_context = qp->context;
     r->request_type = ND_REQUEST_TYPE_RECEIVE;
     receive_ext(qp, e, r);
@@ -231,12 +231,12 @@ static enum nd_xlate srq_unwritable(struct nd_qp *qp, const struct nd_cqe *e, nd
     x = nd_srq_complete(qp->srq, e->wr_index, &empty, NULL, r, &overrun);
     if (x != ND_XLATE_OK)
         return x;
-    r->status = ND_ACCESS_VIOLATION;
+    r->status = -EFAULT;
     r->bytes_transferred = 0;
     r->qp_context = qp->context;
     r->request_type = ND_REQUEST_TYPE_RECEIVE;
     take_credits(qp, e);
-    nd_qp_fail(qp, ND_ACCESS_VIOLATION);
+    nd_qp_fail(qp, -EFAULT);
     return ND_XLATE_OK;
 }
 
@@ -247,7 +247,7 @@ static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, con
     enum nd_xlate x;
     bool overrun;
 
-    if (e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != ND_SUCCESS && e->status != ND_DATA_OVERRUN))
+    if (e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != 0 && e->status != -EMSGSIZE))
         return ND_XLATE_BAD;
     if (ND_UNLIKELY(e->flags & (ND_CQE_RDMA_IMM | ND_CQE_LOC_PROT)))
         return e->flags & ND_CQE_LOC_PROT ? srq_unwritable(qp, e, r) : srq_write_imm(qp, e, r);
@@ -269,7 +269,7 @@ static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, con
     r->request_type = ND_REQUEST_TYPE_RECEIVE;
     if (ND_UNLIKELY(e->flags & (ND_CQE_IMM | ND_CQE_INV))) {
         if (!overrun && !invalidate_asked(qp, e)) {
-            r->status = ND_ACCESS_VIOLATION;
+            r->status = -EFAULT;
             r->bytes_transferred = 0;
             overrun = true;
         }
@@ -285,20 +285,20 @@ static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, con
  * from its slot. ND_XLATE_BAD: a length the entry cannot hold; *st: the receive's status. */
 static inline __attribute__((always_inline)) enum nd_xlate
 place_message(struct nd_qp *qp, uint32_t k, const struct nd_cqe *e, const uint8_t *slot_data, uint32_t entry_max,
-              nd_status *st)
+              int *st)
 {
-    if (e->status == ND_DATA_OVERRUN || e->bytes > rq_slot(qp, k)->total) {
-        *st = ND_DATA_OVERRUN;
+    if (e->status == -EMSGSIZE || e->bytes > rq_slot(qp, k)->total) {
+        *st = -EMSGSIZE;
     } else if (e->flags & ND_CQE_INLINE_DATA) {
         if (e->bytes > entry_max)
             return ND_XLATE_BAD;
         if (!scatter(qp, k, e->data, e->bytes))
-            *st = ND_ACCESS_VIOLATION;
+            *st = -EFAULT;
     } else if (e->flags & ND_CQE_INLINE) {
         if (e->bytes > qp->slot_size)
             return ND_XLATE_BAD;
         if (!scatter(qp, k, slot_data, e->bytes))
-            *st = ND_ACCESS_VIOLATION;
+            *st = -EFAULT;
     }
     return ND_XLATE_OK;
 }
@@ -308,13 +308,13 @@ place_message(struct nd_qp *qp, uint32_t k, const struct nd_cqe *e, const uint8_
 static __attribute__((noinline)) enum nd_xlate inbound_tagged(struct nd_qp *qp, uint32_t k, const struct nd_cqe *e,
                                                               const uint8_t *slot_data, nd_result *r)
 {
-    nd_status st = ND_SUCCESS;
+    int st = 0;
     bool imm = e->flags & ND_CQE_IMM, inv = e->flags & ND_CQE_INV;
 
     if (imm == inv || ((e->flags & ND_CQE_RDMA_IMM) && !imm))
         return ND_XLATE_BAD;        /* exactly one of the two; a Write's receive has immediate data */
     if (!invalidate_asked(qp, e)) {
-        st = ND_ACCESS_VIOLATION;
+        st = -EFAULT;
     } else if (e->flags & ND_CQE_RDMA_IMM) {
         /* A Write with immediate: its bytes went to the Write's target; the receive only
          * reports it. */
@@ -327,7 +327,7 @@ static __attribute__((noinline)) enum nd_xlate inbound_tagged(struct nd_qp *qp, 
     take_credits(qp, e);
     receive_result(qp, k, st, e->bytes, r);
     receive_ext(qp, e, r);
-    if (st != ND_SUCCESS)
+    if (st != 0)
         nd_qp_fail(qp, st);
     return ND_XLATE_OK;
 }
@@ -340,8 +340,8 @@ static __attribute__((noinline)) enum nd_xlate inbound_unwritable(struct nd_qp *
     if (e->bytes || (e->flags & (ND_CQE_INLINE | ND_CQE_INLINE_DATA | ND_CQE_RDMA_IMM)))
         return ND_XLATE_BAD;
     take_credits(qp, e);
-    receive_result(qp, k, ND_ACCESS_VIOLATION, 0, r);
-    nd_qp_fail(qp, ND_ACCESS_VIOLATION);
+    receive_result(qp, k, -EFAULT, 0, r);
+    nd_qp_fail(qp, -EFAULT);
     return ND_XLATE_OK;
 }
 
@@ -350,7 +350,7 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
 {
     struct nd_qp *qp = ctx;
     uint32_t k = e->wr_index, exp = atomic_load(&qp->rq_expected);
-    nd_status st = ND_SUCCESS;
+    int st = 0;
 
     const uint8_t *slot_data = qp->region + qp->layout.slots +
                                (size_t)((e->seq - 1) & (qp->rq_entries - 1)) * qp->slot_size;
@@ -360,7 +360,7 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
     if (k != exp)
         return (int32_t)(k - exp) < 0 && qp->failed ? ND_XLATE_SKIP : ND_XLATE_BAD;
     if ((int32_t)(k - __atomic_load_n(&qp->rq_posted, __ATOMIC_ACQUIRE)) >= 0 ||
-        e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != ND_SUCCESS && e->status != ND_DATA_OVERRUN))
+        e->type != ND_REQUEST_TYPE_RECEIVE || (e->status != 0 && e->status != -EMSGSIZE))
         return ND_XLATE_BAD;
     if (ND_UNLIKELY(e->flags & (ND_CQE_IMM | ND_CQE_RDMA_IMM | ND_CQE_INV | ND_CQE_INV_ASK | ND_CQE_LOC_PROT)))
         return e->flags & ND_CQE_LOC_PROT ? inbound_unwritable(qp, k, e, r) : inbound_tagged(qp, k, e, slot_data, r);
@@ -368,7 +368,7 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
         return ND_XLATE_BAD;
     take_credits(qp, e);
     receive_result(qp, k, st, e->bytes, r);
-    if (st != ND_SUCCESS)
+    if (st != 0)
         nd_qp_fail(qp, st);     /* the receiver's buffer: too small, or gone: the connection ends */
     return ND_XLATE_OK;
 }
@@ -389,7 +389,7 @@ static enum nd_xlate flush_translate(void *ctx, const struct nd_cqe *e, nd_resul
         if (!__atomic_load_n(&qp->inbound_dead, __ATOMIC_ACQUIRE))
             return ND_XLATE_DEFER;
         /* The entry stays in its ring: this receive's slot may go at once. */
-        receive_result(qp, exp, ND_CANCELED, 0, r);
+        receive_result(qp, exp, -ECANCELED, 0, r);
         atomic_store_explicit(&qp->rq_expected, exp + 1, memory_order_release);
         return ND_XLATE_KEEP;
     }
@@ -402,7 +402,7 @@ static void inbound_broken(void *ctx)
     struct nd_qp *qp = ctx;
 
     __atomic_store_n(&qp->inbound_dead, true, __ATOMIC_RELEASE);
-    nd_qp_fail(qp, ND_INTERNAL_ERROR);
+    nd_qp_fail(qp, -EIO);
 }
 
 static bool qp_progress(void *ctx)
@@ -427,7 +427,7 @@ static void qp_idle(void *ctx)
 }
 
 /* The CQ overran (or failed): its queue pairs are unusable (ND). CQ lock held. */
-static void qp_cq_failed(void *ctx, nd_status status)
+static void qp_cq_failed(void *ctx, int status)
 {
     nd_qp_fail(ctx, status);
 }
@@ -447,7 +447,7 @@ static const struct nd_cq_src_ops flush_ops = { .translate = flush_translate, .r
 
 /* ---- completion and failure (QP lock held) ---- */
 
-static inline __attribute__((always_inline)) void produce_flagged(struct nd_ring_producer *p, uint32_t k, nd_status st,
+static inline __attribute__((always_inline)) void produce_flagged(struct nd_ring_producer *p, uint32_t k, int st,
                                                                    uint32_t bytes, uint8_t type, uint8_t flags)
 {
     struct nd_cqe *slot = nd_ring_next(p);
@@ -461,7 +461,7 @@ static inline __attribute__((always_inline)) void produce_flagged(struct nd_ring
     nd_ring_commit(p, slot);
 }
 
-static void produce(struct nd_ring_producer *p, uint32_t k, nd_status st, uint32_t bytes, uint8_t type)
+static void produce(struct nd_ring_producer *p, uint32_t k, int st, uint32_t bytes, uint8_t type)
 {
     produce_flagged(p, k, st, bytes, type, 0);
 }
@@ -469,17 +469,17 @@ static void produce(struct nd_ring_producer *p, uint32_t k, nd_status st, uint32
 static void flush_receives(struct nd_qp *qp);
 
 /* The failure branch of nd_qp_complete_initiator: out of the way of its common path. */
-static __attribute__((noinline)) void complete_initiator_failed(struct nd_qp *qp, uint32_t k, nd_status st,
+static __attribute__((noinline)) void complete_initiator_failed(struct nd_qp *qp, uint32_t k, int st,
                                                                  uint32_t bytes)
 {
     uint8_t flags = 0;
 
     if (st == ND_LOCAL_PROTECTION) {
-        st = ND_ACCESS_VIOLATION;
+        st = -EFAULT;
         flags = ND_CQE_LOC_PROT;
     }
     produce_flagged(&qp->iprod, k, st, bytes, qp->sq[k & (qp->iq_entries - 1)].type, flags);
-    if (st != ND_CANCELED)
+    if (st != -ECANCELED)
         nd_qp_fail_locked(qp, st);
     if (qp->keep_receives && qp->failed) {
         /* A request failed on a QP whose peer is gone: now it is in error as verbs
@@ -490,17 +490,17 @@ static __attribute__((noinline)) void complete_initiator_failed(struct nd_qp *qp
     }
 }
 
-void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t k, nd_status st, uint32_t bytes)
+void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t k, int st, uint32_t bytes)
 {
     struct nd_sq_slot *slot = &qp->sq[k & (qp->iq_entries - 1)];
 
-    if (ND_UNLIKELY(st != ND_SUCCESS)) {
+    if (ND_UNLIKELY(st != 0)) {
         complete_initiator_failed(qp, k, st, bytes);
     } else if (slot->silent) {
         __atomic_store_n(&slot->done, true, __ATOMIC_RELEASE);
         advance_reaped(qp);
     } else {
-        produce(&qp->iprod, k, ND_SUCCESS, bytes, slot->type);
+        produce(&qp->iprod, k, 0, bytes, slot->type);
     }
 }
 
@@ -517,13 +517,13 @@ static void flush_receives(struct nd_qp *qp)
     if ((int32_t)(peer_done - from) > 0 && (int32_t)(peer_done - qp->rq_posted) <= 0)
         from = peer_done;
     for (uint32_t k = from; k != qp->rq_posted; k++)
-        produce(&qp->lprod, k, ND_CANCELED, 0, ND_REQUEST_TYPE_RECEIVE);
+        produce(&qp->lprod, k, -ECANCELED, 0, ND_REQUEST_TYPE_RECEIVE);
     qp->rq_flushed = qp->rq_posted;
 }
 
 /* The connection ended or never came (a flush, silence, a refusal), as against an error of
  * the QP's own requests or memory. */
-static bool peer_gone(nd_status status)
+static bool peer_gone(int status)
 {
     switch (nd_wc_status_of(status, ND_REQUEST_TYPE_SEND, false)) {
     case ND_WCS_FLUSHED: case ND_WCS_RNR_RETRY: case ND_WCS_RETRY_EXC: case ND_WCS_GENERAL:
@@ -533,7 +533,7 @@ static bool peer_gone(nd_status status)
     }
 }
 
-void nd_qp_fail_locked(struct nd_qp *qp, nd_status status)
+void nd_qp_fail_locked(struct nd_qp *qp, int status)
 {
     if (qp->failed)
         return;
@@ -542,7 +542,7 @@ void nd_qp_fail_locked(struct nd_qp *qp, nd_status status)
     __atomic_store_n(&qp->state, ND_QPS_ERR, __ATOMIC_RELEASE);
     qp->error = status;
     qp->fail_iq_mark = qp->iprod.prod;
-    nd_log(ND_LOG_INFO, ND_SUB_CORE, "QP %p enters the error state: %s", (void *)qp, nd_strerror(status));
+    nd_log(ND_LOG_INFO, ND_SUB_CORE, "QP %p enters the error state: %s", (void *)qp, nd_err_name(status));
     if (qp->tops && qp->tops->shutdown)
         qp->tops->shutdown(qp, status);
     /* Only the peer's going (a disconnect, silence, a refusal) leaves the receives posted;
@@ -553,7 +553,7 @@ void nd_qp_fail_locked(struct nd_qp *qp, nd_status status)
         flush_receives(qp);
 }
 
-void nd_qp_fail(struct nd_qp *qp, nd_status status)
+void nd_qp_fail(struct nd_qp *qp, int status)
 {
     nd_lock_acquire(&qp->lock);
     nd_qp_fail_locked(qp, status);
@@ -564,7 +564,7 @@ void nd_qp_fail(struct nd_qp *qp, nd_status status)
 static void fail_and_flush(struct nd_qp *qp)
 {
     nd_lock_acquire(&qp->lock);
-    nd_qp_fail_locked(qp, ND_CANCELED);
+    nd_qp_fail_locked(qp, -ECANCELED);
     flush_receives(qp);
     nd_lock_release(&qp->lock);
 }
@@ -597,7 +597,7 @@ int nd_qp_modify_state(nd_qp *qp, enum nd_qp_state to)
     } else if (to == ND_QPS_ERR || (to == ND_QPS_RESET && qp->tops)) {
         /* RESET of a live connection ends it as ERR does: its requests still complete.
          * Receives kept since the peer left go now, and any posted later flush at once. */
-        nd_qp_fail_locked(qp, ND_CANCELED);
+        nd_qp_fail_locked(qp, -ECANCELED);
         qp->keep_receives = false;
         flush_receives(qp);
     }
@@ -709,12 +709,12 @@ bool nd_qp_set_connected(struct nd_qp *qp, struct nd_conn *conn)
 
 /* ---- creation ---- */
 
-static nd_status region_create(struct nd_qp *qp)
+static int region_create(struct nd_qp *qp)
 {
     qp->slot_size = nd_qp_slot_size(qp->rq_entries);
     nd_qp_layout(qp->rq_entries, qp->rq_sge ? qp->rq_sge : 1, qp->slot_size, &qp->layout);
-    if (nd_area_get(qp->adapter, qp->layout.size, qp->layout.slots, &qp->area) != ND_SUCCESS)
-        return ND_INSUFFICIENT_RESOURCES;
+    if (nd_area_get(qp->adapter, qp->layout.size, qp->layout.slots, &qp->area) != 0)
+        return -ENOBUFS;
     qp->region = qp->area.map;
     nd_qp_region_populate(qp->region, &qp->layout, qp->slot_size);
     qp->ctl = (struct nd_qp_ctl *)qp->region;
@@ -724,7 +724,7 @@ static nd_status region_create(struct nd_qp *qp)
     qp->ctl->max_sge = qp->rq_sge ? qp->rq_sge : 1;
     qp->ctl->slot_size = qp->slot_size;
     qp->inbound_hdr = (struct nd_ring_hdr *)(qp->region + qp->layout.ring);
-    return ND_SUCCESS;
+    return 0;
 }
 
 static void *ring_alloc(uint32_t entries)
@@ -736,7 +736,7 @@ static void *ring_alloc(uint32_t entries)
     return m;
 }
 
-static nd_status qp_alloc(struct nd_qp *qp)
+static int qp_alloc(struct nd_qp *qp)
 {
     qp->sq = calloc(qp->iq_entries, sizeof(*qp->sq));
     qp->rq = calloc(qp->rq_entries, sizeof(*qp->rq));
@@ -744,7 +744,7 @@ static nd_status qp_alloc(struct nd_qp *qp)
     qp->iring_mem = ring_alloc(qp->iq_entries);
     qp->lring_mem = ring_alloc(qp->rq_entries);
     if (!qp->sq || !qp->rq || !qp->rq_sges || !qp->iring_mem || !qp->lring_mem)
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     for (uint32_t i = 0; i < qp->rq_entries; i++)
         qp->rq[i].sge = &qp->rq_sges[(size_t)i * (qp->rq_sge ? qp->rq_sge : 1)];
     return region_create(qp);
@@ -761,20 +761,20 @@ static void qp_free(struct nd_qp *qp)
     free(qp);
 }
 
-static nd_status qp_attach(struct nd_qp *qp)
+static int qp_attach(struct nd_qp *qp)
 {
     struct nd_ring_hdr *ih = qp->iring_mem, *lh = qp->lring_mem;
     struct nd_cqe *ie = (struct nd_cqe *)(ih + 1), *le = (struct nd_cqe *)(lh + 1);
     struct nd_cqe *re = (struct nd_cqe *)(qp->region + qp->layout.ents);
-    nd_status st;
+    int st;
 
     st = nd_cq_attach(qp->icq, ih, ie, qp->iq_entries, &initiator_ops, qp, &qp->isrc);
-    if (st == ND_SUCCESS)
+    if (st == 0)
         st = nd_cq_attach(qp->rcq, qp->inbound_hdr, re, qp->rq_entries,
                           qp->rcq == qp->icq ? &inbound_ops_shared_cq : &inbound_ops, qp, &qp->rsrc);
-    if (st == ND_SUCCESS)
+    if (st == 0)
         st = nd_cq_attach(qp->rcq, lh, le, qp->rq_entries, &flush_ops, qp, &qp->lsrc);
-    if (st != ND_SUCCESS) {
+    if (st != 0) {
         if (qp->isrc)
             nd_cq_detach(qp->icq, qp->isrc);
         if (qp->rsrc)
@@ -783,7 +783,7 @@ static nd_status qp_attach(struct nd_qp *qp)
     }
     nd_cq_local_producer(qp->icq, ih, ie, qp->iq_entries, &qp->iprod);
     nd_cq_local_producer(qp->rcq, lh, le, qp->rq_entries, &qp->lprod);
-    return ND_SUCCESS;
+    return 0;
 }
 
 enum nd_qp_limit nd_qp_limit_exceeded(const struct nd_qp_sizes *s, bool srq)
@@ -803,17 +803,17 @@ enum nd_qp_limit nd_qp_limit_exceeded(const struct nd_qp_sizes *s, bool srq)
     return ND_QPL_OK;
 }
 
-nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
+int nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
                        const struct nd_qp_sizes *sizes, enum nd_qp_state initial, struct nd_qp **out)
 {
     /* With an SRQ the inbound ring holds one entry per receive the SRQ can have out. */
     uint32_t rq_depth = srq ? nd_srq_entries(srq) : sizes->rq_depth, rq_sge = srq ? 1 : sizes->rq_sge;
     uint32_t iq_depth = sizes->iq_depth, iq_sge = sizes->iq_sge, inline_size = sizes->inline_size;
     struct nd_qp *qp = calloc(1, sizeof(*qp));
-    nd_status st;
+    int st;
 
     if (!qp)
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     qp->adapter = a;
     qp->context = context;
     qp->rcq = rcq;
@@ -830,9 +830,9 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
     qp->cm_sock = -1;
     qp->state = initial;
     st = qp_alloc(qp);
-    if (st == ND_SUCCESS)
+    if (st == 0)
         st = qp_attach(qp);
-    if (st != ND_SUCCESS) {
+    if (st != 0) {
         qp_free(qp);
         return st;
     }
@@ -846,7 +846,7 @@ nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *ic
     nd_adapter_ref(a);
     qp->magic = ND_MAGIC_QP;
     *out = qp;
-    return ND_SUCCESS;
+    return 0;
 }
 
 void nd_qp_ref(struct nd_qp *qp)
@@ -866,10 +866,10 @@ void nd_qp_unref(struct nd_qp *qp)
 }
 
 /* Release: an implicit flush and disconnect; a connector may still hold the memory. */
-ND_API nd_status nd_qp_close(nd_qp *qp)
+ND_DOOR int ndc_qp_close(nd_qp *qp)
 {
     if (!nd_qp_valid(qp))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     fail_and_flush(qp);
     nd_lock_acquire(&qp->lock);
     qp->magic = ND_MAGIC_DEAD;
@@ -904,13 +904,13 @@ ND_API nd_status nd_qp_close(nd_qp *qp)
     if (qp->srq)
         nd_srq_attach_qp(qp->srq, -1);
     nd_qp_unref(qp);
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_qp_flush(nd_qp *qp)
+ND_DOOR int ndc_qp_flush(nd_qp *qp)
 {
     if (!nd_qp_valid(qp))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     fail_and_flush(qp);
-    return ND_SUCCESS;
+    return 0;
 }

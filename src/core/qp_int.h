@@ -156,7 +156,7 @@ struct nd_qp {
     /* Sticky once the QP entered ERR, through a later RESET: its connection and queues are
      * spent; it flushes what is posted and never connects again. Under lock. */
     bool failed;
-    nd_status error;
+    int error;
     /* initiator queue */
     struct nd_sq_slot *sq;
     uint32_t sq_posted;             /* under lock */
@@ -213,7 +213,7 @@ struct nd_qp {
      * Under lock. */
     bool attaching;
     /* How long a Send of ours (shm) or the peer's (iwarp, where the receiver stalls) waits
-     * for a receive before it fails ND_IO_TIMEOUT; UINT64_MAX: for ever (verbs' rnr_retry 7).
+     * for a receive before it fails -ETIMEDOUT; UINT64_MAX: for ever (verbs' rnr_retry 7).
      * Atomic. */
     uint64_t rnr_wait_ns;
 };
@@ -221,12 +221,12 @@ struct nd_qp {
 bool nd_qp_valid(const struct nd_qp *qp);
 /* Complete initiator request @index (QP lock held). A failure breaks the connection.
  * ND_LOCAL_PROTECTION (a transport's word only, never a result's): the request's own
- * memory failed its check; it completes ND_ACCESS_VIOLATION, marked local. */
-#define ND_LOCAL_PROTECTION ((nd_status)0xE00D0001u)
-void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t index, nd_status status, uint32_t bytes);
+ * memory failed its check; it completes -EFAULT, marked local. */
+#define ND_LOCAL_PROTECTION ((int)0xE00D0001u)
+void nd_qp_complete_initiator(struct nd_qp *qp, uint32_t index, int status, uint32_t bytes);
 /* Enter the error state: flush everything outstanding (QP lock held). */
-void nd_qp_fail_locked(struct nd_qp *qp, nd_status status);
-void nd_qp_fail(struct nd_qp *qp, nd_status status);
+void nd_qp_fail_locked(struct nd_qp *qp, int status);
+void nd_qp_fail(struct nd_qp *qp, int status);
 /* From now on a failure of @qp leaves its receives posted (keep_receives). */
 void nd_qp_keep_receives(struct nd_qp *qp);
 /* The connection ended and @qp keeps its receives: as an RC QP whose peer went, it is still
@@ -236,9 +236,9 @@ bool nd_qp_peer_left_quietly(struct nd_qp *qp);
  * fails with @why (what was posted before is flushed), and the request takes its place in
  * the send queue and completes with @why, so that nothing posted is ever lost (verbs' held
  * sends, av.c). */
-nd_status nd_qp_post_refused(nd_qp *qp, void *ctx, nd_request_type type, uint32_t flags, nd_status why);
+int nd_qp_post_refused(nd_qp *qp, void *ctx, nd_request_type type, uint32_t flags, int why);
 /* Carry out a Bind or Invalidate now, in its turn (QP lock held). */
-nd_status nd_qp_local_op(struct nd_qp *qp, const struct nd_wr *wr);
+int nd_qp_local_op(struct nd_qp *qp, const struct nd_wr *wr);
 /* Are the local SGEs of @wr registered with the rights it needs (INLINE needs none)? QP lock held. */
 bool nd_qp_local_sges_ok(struct nd_qp *qp, const struct nd_wr *wr);
 /* A QP's queue sizes as a front end asks for them (with an SRQ the receive ones are the
@@ -254,7 +254,7 @@ enum nd_qp_limit nd_qp_limit_exceeded(const struct nd_qp_sizes *s, bool srq);
 
 /* A QP in state @initial (ND's start in INIT, verbs' in RESET), sizes checked already
  * (nd_qp_limit_exceeded); with @srq its receives are the SRQ's. */
-nd_status nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
+int nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
                        const struct nd_qp_sizes *sizes, enum nd_qp_state initial, struct nd_qp **out);
 void nd_qp_ref(struct nd_qp *qp);
 void nd_qp_unref(struct nd_qp *qp);
@@ -262,15 +262,15 @@ void nd_qp_unref(struct nd_qp *qp);
 void nd_qp_peer_left(struct nd_qp *qp);
 /* nd_qp_bind for verbs: @key is ND_KEY_NEXT or ND_KEY_GIVEN | the rkey's key byte, and
  * @replace rebinds a bound window (type 1) where ND refuses. */
-nd_status nd_qp_bind_keyed(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
+int nd_qp_bind_keyed(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
                            uint32_t flags, uint16_t key, bool replace);
-/* Send and RDMA Write with immediate data (verbs). ND_NOT_SUPPORTED when the connection
+/* Send and RDMA Write with immediate data (verbs). -EOPNOTSUPP when the connection
  * cannot carry it (iwarp towards a peer other than netdirect). */
-nd_status nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t imm);
-nd_status nd_qp_write_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
+int nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t imm);
+int nd_qp_write_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
                           uint32_t rtoken, uint32_t flags, uint32_t imm);
 /* Send with Invalidate (verbs): the peer invalidates its window @stag as the message arrives. */
-nd_status nd_qp_send_inv(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t stag);
+int nd_qp_send_inv(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t stag);
 #define ND_RNR_WAIT_NS (1000ull * 1000000)     /* the default: a second */
 void nd_qp_set_rnr_wait(nd_qp *qp, uint64_t ns);
 /* The protection domain of the memory the QP may use (verbs), before it connects. */
@@ -289,7 +289,7 @@ bool nd_qp_set_connected(struct nd_qp *qp, struct nd_conn *conn);
 /*
  * Move @qp to @to along the edges verbs' modify allows (any state to RESET or ERR; RESET to
  * INIT; INIT to RTR; RTR or RTS to RTS): 0, or -EINVAL without an edge, or for INIT on a QP
- * whose connection is spent. ERR flushes every outstanding request, as nd_qp_flush; RESET
+ * whose connection is spent. ERR flushes every outstanding request, as ndc_qp_flush; RESET
  * of a QP with a connection ends it the same way first.
  */
 int nd_qp_modify_state(nd_qp *qp, enum nd_qp_state to);

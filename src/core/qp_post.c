@@ -43,13 +43,13 @@ static bool sges_registered(struct nd_qp *qp, const nd_sge *sge, uint32_t nsge, 
 }
 
 /* Reserve the next initiator slot (QP lock held). */
-static nd_status sq_reserve(struct nd_qp *qp, void *ctx, uint8_t type, uint32_t flags, uint32_t *index)
+static int sq_reserve(struct nd_qp *qp, void *ctx, uint8_t type, uint32_t flags, uint32_t *index)
 {
     uint32_t k = qp->sq_posted;
     struct nd_sq_slot *slot;
 
     if (k - atomic_load_explicit(&qp->sq_reaped, memory_order_acquire) >= qp->iq_depth)
-        return ND_NO_MORE_ENTRIES;
+        return -ENOSPC;
     slot = &qp->sq[k & (qp->iq_entries - 1)];
     slot->ctx = ctx;
     slot->type = type;
@@ -57,45 +57,45 @@ static nd_status sq_reserve(struct nd_qp *qp, void *ctx, uint8_t type, uint32_t 
     __atomic_store_n(&slot->done, false, __ATOMIC_RELAXED);
     __atomic_store_n(&qp->sq_posted, k + 1, __ATOMIC_RELEASE);
     *index = k;
-    return ND_SUCCESS;
+    return 0;
 }
 
 /* Not in RTS with a connection: a failed QP completes each request with a flush, as verbs
- * wants (ND: ND_CANCELED); before its connection nothing can carry one. */
-static __attribute__((noinline)) nd_status post_not_ready(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
+ * wants (ND: -ECANCELED); before its connection nothing can carry one. */
+static __attribute__((noinline)) int post_not_ready(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
 {
-    nd_status st;
+    int st;
 
     if (!qp->failed)
-        return ND_CONNECTION_INVALID;
+        return -ENOTCONN;
     st = sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
-    if (st == ND_SUCCESS)
-        nd_qp_complete_initiator(qp, wr->index, ND_CANCELED, 0);
+    if (st == 0)
+        nd_qp_complete_initiator(qp, wr->index, -ECANCELED, 0);
     return st;
 }
 
-nd_status nd_qp_post_refused(nd_qp *qp, void *ctx, nd_request_type type, uint32_t flags, nd_status why)
+int nd_qp_post_refused(nd_qp *qp, void *ctx, nd_request_type type, uint32_t flags, int why)
 {
     uint32_t index;
-    nd_status st;
+    int st;
 
     if (!nd_qp_valid(qp))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     nd_lock_acquire(&qp->lock);
     /* The QP fails first: what was posted before completes (flushed) ahead of this one,
      * in the send queue's order. */
     if (!qp->failed)
         nd_qp_fail_locked(qp, why);
     st = sq_reserve(qp, ctx, (uint8_t)type, flags, &index);
-    if (st == ND_SUCCESS)
+    if (st == 0)
         nd_qp_complete_initiator(qp, index, why, 0);
     nd_lock_release(&qp->lock);
     return st;
 }
 
-static nd_status post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
+static int post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
 {
-    nd_status st;
+    int st;
 
     nd_lock_acquire(&qp->lock);
     /* RTS is never entered once failed: the state alone says the QP is sound. */
@@ -103,12 +103,12 @@ static nd_status post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
         st = post_not_ready(qp, wr, ctx);
     } else {
         st = sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
-        if (st == ND_NO_MORE_ENTRIES && qp->tops->queue_full) {
+        if (st == -ENOSPC && qp->tops->queue_full) {
             qp->tops->queue_full(qp);
             st = qp->failed ? post_not_ready(qp, wr, ctx) : sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
-            if (st == ND_SUCCESS && !qp->failed)
+            if (st == 0 && !qp->failed)
                 qp->tops->post(qp, wr);
-        } else if (st == ND_SUCCESS) {
+        } else if (st == 0) {
             qp->tops->post(qp, wr);
         }
     }
@@ -116,53 +116,53 @@ static nd_status post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
     return st;
 }
 
-static nd_status check_transfer(struct nd_qp *qp, const nd_sge *sge, uint32_t nsge, uint32_t flags,
+static int check_transfer(struct nd_qp *qp, const nd_sge *sge, uint32_t nsge, uint32_t flags,
                                 uint32_t max_sge, uint64_t *total)
 {
     /* The SGE is ND's second parameter (after the request context). */
     if (nsge && !sge)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     /* The count first: nothing past the limit is ever read of the caller's array. Inline
      * data is copied at the post, so its SGEs count against the adapter's limit only. */
     if (nsge > ((flags & ND_OP_FLAG_INLINE) ? nd_caps.max_send_sge : max_sge))
-        return ND_DATA_OVERRUN;
+        return -EMSGSIZE;
     *total = sge_total(sge, nsge);
     if (*total > nd_caps.max_msg_size)
-        return ND_BUFFER_OVERFLOW;
+        return -EOVERFLOW;
     if (flags & ND_OP_FLAG_INLINE)
-        return *total > qp->inline_size ? ND_BUFFER_OVERFLOW : ND_SUCCESS;
-    return ND_SUCCESS;
+        return *total > qp->inline_size ? -EOVERFLOW : 0;
+    return 0;
 }
 
 
-static nd_status post_rdma(nd_qp *qp, uint8_t type, void *ctx, const nd_sge *sge, uint32_t nsge,
+static int post_rdma(nd_qp *qp, uint8_t type, void *ctx, const nd_sge *sge, uint32_t nsge,
                            uint64_t raddr, uint32_t rtoken, uint32_t flags, uint32_t allowed, uint32_t imm)
 {
     struct nd_wr wr;
-    nd_status st;
+    int st;
 
     wr_init(&wr, type, flags, sge, nsge);
     wr.imm = imm;
     wr.remote_addr = raddr;
     wr.remote_token = rtoken;
     if (!nd_qp_valid(qp))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     uint32_t max_sge = type == ND_REQUEST_TYPE_READ ? nd_caps.max_read_sge : qp->iq_sge;
     if (flags & ~allowed)
-        return ND_INVALID_PARAMETER_6;
+        return ND_EARG(6);
     if (max_sge > qp->iq_sge)
         max_sge = qp->iq_sge;
     st = check_transfer(qp, sge, nsge, flags & ~ND_WR_IMM, max_sge, &wr.total);
-    return st == ND_SUCCESS ? post_initiator(qp, &wr, ctx) : st;
+    return st == 0 ? post_initiator(qp, &wr, ctx) : st;
 }
 
-ND_API nd_status nd_qp_read(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
+ND_DOOR int ndc_qp_read(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
                             uint32_t rtoken, uint32_t flags)
 {
     return post_rdma(qp, ND_REQUEST_TYPE_READ, ctx, sge, nsge, raddr, rtoken, flags, READ_FLAGS, 0);
 }
 
-ND_API nd_status nd_qp_write(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
+ND_DOOR int ndc_qp_write(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
                              uint32_t rtoken, uint32_t flags)
 {
     return post_rdma(qp, ND_REQUEST_TYPE_WRITE, ctx, sge, nsge, raddr, rtoken, flags, WRITE_FLAGS, 0);
@@ -179,46 +179,46 @@ static bool imm_refused(struct nd_qp *qp)
 
 /* A Send, or with @kind a verbs Send carrying @value (ND_WR_IMM, ND_WR_INV). Inlined: for
  * ND's Send @kind is a constant 0 and the verbs parts fold away. */
-static inline __attribute__((always_inline)) nd_status
+static inline __attribute__((always_inline)) int
 post_send_tagged(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t kind, uint32_t value)
 {
     struct nd_wr wr;
-    nd_status st;
+    int st;
 
     wr_init(&wr, ND_REQUEST_TYPE_SEND, flags | kind, sge, nsge);
     if (kind)
         wr.imm = value;
     if (!nd_qp_valid(qp))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (flags & ~SEND_FLAGS)
-        return ND_INVALID_PARAMETER_4;
+        return ND_EARG(4);
     if (kind == ND_WR_IMM && imm_refused(qp))
-        return ND_NOT_SUPPORTED;
+        return -EOPNOTSUPP;
     st = check_transfer(qp, sge, nsge, flags, qp->iq_sge, &wr.total);
-    return st == ND_SUCCESS ? post_initiator(qp, &wr, ctx) : st;
+    return st == 0 ? post_initiator(qp, &wr, ctx) : st;
 }
 
-ND_API nd_status nd_qp_send(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags)
+ND_DOOR int ndc_qp_send(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags)
 {
     return post_send_tagged(qp, ctx, sge, nsge, flags, 0, 0);
 }
 
-nd_status nd_qp_write_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
+int nd_qp_write_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
                           uint32_t rtoken, uint32_t flags, uint32_t imm)
 {
     if (nd_qp_valid(qp) && imm_refused(qp))
-        return ND_NOT_SUPPORTED;
+        return -EOPNOTSUPP;
     return post_rdma(qp, ND_REQUEST_TYPE_WRITE, ctx, sge, nsge, raddr, rtoken, flags | ND_WR_IMM,
                      WRITE_FLAGS | ND_OP_FLAG_SEND_AND_SOLICIT_EVENT | ND_WR_IMM, imm);
 }
 
-nd_status nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t imm)
+int nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t imm)
 {
     return post_send_tagged(qp, ctx, sge, nsge, flags, ND_WR_IMM, imm);
 }
 
 /* RFC 5040's own operation: every peer takes it, siw too. */
-nd_status nd_qp_send_inv(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t stag)
+int nd_qp_send_inv(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t stag)
 {
     return post_send_tagged(qp, ctx, sge, nsge, flags, ND_WR_INV, stag);
 }
@@ -231,33 +231,33 @@ bool nd_qp_local_sges_ok(struct nd_qp *qp, const struct nd_wr *wr)
     return (wr->flags & ND_OP_FLAG_INLINE) || sges_registered(qp, wr->sge, wr->nsge, need);
 }
 
-ND_API nd_status nd_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge)
+ND_DOOR int ndc_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge)
 {
     struct nd_rq_slot *slot;
     struct nd_rwqe *w;
     uint64_t total;
     uint32_t k;
-    nd_status st = ND_SUCCESS;
+    int st = 0;
 
     if (!nd_qp_valid(qp))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (qp->srq)
-        return ND_INVALID_DEVICE_REQUEST;   /* receives of this QP come from its SRQ */
+        return -EBADRQC;   /* receives of this QP come from its SRQ */
     if (nsge && !sge)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (nsge > qp->rq_sge)
-        return ND_DATA_OVERRUN;
+        return -EMSGSIZE;
     total = sge_total(sge, nsge);
     if (total > nd_caps.max_msg_size)
-        return ND_BUFFER_OVERFLOW;
+        return -EOVERFLOW;
     nd_lock_acquire(&qp->lock);
     if (!sges_registered(qp, sge, nsge, ND_ACCESS_LOCAL_WRITE)) {
-        st = ND_ACCESS_VIOLATION;
+        st = -EFAULT;
         goto out;
     }
     k = qp->rq_posted;
     if (k - atomic_load_explicit(&qp->rq_expected, memory_order_acquire) >= qp->rq_depth) {
-        st = ND_NO_MORE_ENTRIES;
+        st = -ENOSPC;
         goto out;
     }
     slot = &qp->rq[k & (qp->rq_entries - 1)];
@@ -275,7 +275,7 @@ ND_API nd_status nd_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t
     __atomic_store_n(&qp->rq_posted, k + 1, __ATOMIC_RELEASE);
     atomic_store_explicit(&qp->ctl->rq_prod, k + 1, memory_order_release);
     if (qp->failed) {
-        struct nd_cqe e = { .wr_index = k, .status = ND_CANCELED, .type = ND_REQUEST_TYPE_RECEIVE };
+        struct nd_cqe e = { .wr_index = k, .status = -ECANCELED, .type = ND_REQUEST_TYPE_RECEIVE };
 
         if (!qp->keep_receives) {
             nd_ring_produce(&qp->lprod, &e);
@@ -289,52 +289,52 @@ out:
     return st;
 }
 
-nd_status nd_qp_local_op(struct nd_qp *qp, const struct nd_wr *wr)
+int nd_qp_local_op(struct nd_qp *qp, const struct nd_wr *wr)
 {
     if (wr->type == ND_REQUEST_TYPE_BIND)
         return nd_mw_bind_to(wr->mw, wr->mr, wr->bind_buf, wr->bind_len, wr->access, wr->bind_key, wr->bind_replace);
     return nd_mw_invalidate(wr->mw);
 }
 
-nd_status nd_qp_bind_keyed(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
+int nd_qp_bind_keyed(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
                            uint32_t flags, uint16_t key, bool replace)
 {
     struct nd_wr wr = { .type = ND_REQUEST_TYPE_BIND, .flags = flags, .mr = mr, .mw = mw,
                         .bind_buf = buf, .bind_len = len, .bind_key = key, .bind_replace = replace };
 
     if (!nd_qp_valid(qp))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!nd_mr_of(mr, qp->adapter))
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (!nd_mw_of(mw, qp->adapter))
-        return ND_INVALID_PARAMETER_3;
+        return ND_EARG(3);
     wr.access = (flags & ND_OP_FLAG_ALLOW_READ ? ND_ACCESS_REMOTE_READ : 0) |
                 (flags & ND_OP_FLAG_ALLOW_WRITE ? ND_ACCESS_REMOTE_WRITE : 0);
     /* No rights at all is allowed (the ND SDK's ndmrderregister binds so): the window
      * then admits no remote access. */
     if (flags & ~BIND_FLAGS)
-        return ND_INVALID_PARAMETER_6;
+        return ND_EARG(6);
     /* Rights and range are known now: refuse the post rather than break the connection. */
-    if (nd_mw_bind_check(mr, buf, len, wr.access) != ND_SUCCESS)
-        return ND_ACCESS_VIOLATION;
+    if (nd_mw_bind_check(mr, buf, len, wr.access) != 0)
+        return -EFAULT;
     return post_initiator(qp, &wr, ctx);
 }
 
-ND_API nd_status nd_qp_bind(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
+ND_DOOR int ndc_qp_bind(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
                             uint32_t flags)
 {
     return nd_qp_bind_keyed(qp, ctx, mr, mw, buf, len, flags, ND_KEY_NEXT, false);
 }
 
-ND_API nd_status nd_qp_invalidate(nd_qp *qp, void *ctx, nd_mw *mw, uint32_t flags)
+ND_DOOR int ndc_qp_invalidate(nd_qp *qp, void *ctx, nd_mw *mw, uint32_t flags)
 {
     struct nd_wr wr = { .type = ND_REQUEST_TYPE_INVALIDATE, .flags = flags, .mw = mw };
 
     if (!nd_qp_valid(qp))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!nd_mw_of(mw, qp->adapter))
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (flags & ~(ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE))
-        return ND_INVALID_PARAMETER_3;
+        return ND_EARG(3);
     return post_initiator(qp, &wr, ctx);
 }

@@ -30,7 +30,7 @@ enum nd_arm_type { ND_ARM_NONE = 0, ND_ARM_SOLICITED = 1, ND_ARM_ANY = 2 };
 #define ND_CQE_INV 0x20u            /* Send with Invalidate: the STag, where immediate data goes */
 #define ND_CQE_INV_ASK 0x40u        /* ... which the receiver must still invalidate (shm) */
 /* The receive's buffers were not writable when the message came: nothing was placed, and
- * the receive fails as a local protection error (status ND_SUCCESS, bytes 0). */
+ * the receive fails as a local protection error (status 0, bytes 0). */
 #define ND_CQE_LOC_PROT 0x80u
 
 #define ND_CQE_INLINE_MAX 36u
@@ -41,7 +41,7 @@ enum nd_arm_type { ND_ARM_NONE = 0, ND_ARM_SOLICITED = 1, ND_ARM_ANY = 2 };
 struct nd_cqe {
     uint32_t seq;               /* index + 1 once valid; stored last, with release order */
     uint32_t wr_index;          /* the request's index, validated by the ring's owner */
-    int32_t status;             /* nd_status */
+    int32_t status;             /* the core's status (core.h) */
     uint32_t bytes;
     uint8_t type;               /* nd_request_type */
     uint8_t flags;              /* ND_CQE_* */

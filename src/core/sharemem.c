@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Memory same-host peers can map (nd_alloc_memory): each allocation is its own sealed
+ * Memory same-host peers can map (ndc_alloc_memory): each allocation is its own sealed
  * memfd, mapped shared. A region registered inside one publishes the memfd's number and
  * inode in its token-table entry; a peer opens it through /proc/<pid>/fd once, maps it,
  * and from then on moves Read and Write data with memcpy instead of a cross-memory system
@@ -49,7 +49,7 @@ static bool add_locked(const struct share_alloc *s)
     return true;
 }
 
-ND_API nd_status nd_alloc_memory(size_t size, void **out)
+ND_DOOR int ndc_alloc_memory(size_t size, void **out)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     struct share_alloc s = { 0 };
@@ -57,20 +57,20 @@ ND_API nd_status nd_alloc_memory(size_t size, void **out)
     void *p;
 
     if (!out)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     *out = NULL;
     if (size == 0 || size > nd_caps.max_mr_size)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     s.size = (size + page - 1) & ~(page - 1);
     s.fd = nd_memfd_sealed("netdirect-shared", s.size);
     if (s.fd < 0)
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     p = mmap(NULL, s.size, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd, 0);
     if (p == MAP_FAILED || fstat(s.fd, &st) < 0) {
         if (p != MAP_FAILED)
             munmap(p, s.size);
         close(s.fd);
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     }
     s.base = (uintptr_t)p;
     s.ino = (uint64_t)st.st_ino;
@@ -80,28 +80,28 @@ ND_API nd_status nd_alloc_memory(size_t size, void **out)
     if (!added) {
         munmap(p, s.size);
         close(s.fd);
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     }
     *out = p;
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_free_memory(void *p)
+ND_DOOR int ndc_free_memory(void *p)
 {
-    nd_status st = ND_INVALID_PARAMETER;
+    int st = -EINVAL;
 
     pthread_mutex_lock(&shares_lock);
     for (uint32_t i = 0; i < nshares; i++) {
         if (shares[i].base != (uintptr_t)p)
             continue;
         if (shares[i].regions) {
-            st = ND_DEVICE_BUSY;
+            st = -EBUSY;
             break;
         }
         munmap(p, shares[i].size);
         close(shares[i].fd);
         shares[i] = shares[--nshares];
-        st = ND_SUCCESS;
+        st = 0;
         break;
     }
     pthread_mutex_unlock(&shares_lock);

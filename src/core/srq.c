@@ -90,25 +90,25 @@ static uint32_t pow2_at_least(uint32_t n)
     return p;
 }
 
-static nd_status srq_region(struct nd_srq *s)
+static int srq_region(struct nd_srq *s)
 {
     nd_srq_layout(s->entries, s->max_sge, &s->layout);
     int fd = nd_memfd_sealed("netdirect-srq", s->layout.size);
 
     if (fd < 0)
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     if (!nd_fd_ref_of(fd, &s->region_ref) ||
         (s->region = mmap(NULL, s->layout.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
         close(fd);
         s->region = NULL;
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     }
     s->ctl = (struct nd_srq_ctl *)s->region;
     s->ctl->magic = ND_SRQ_MAGIC;
     s->ctl->entries = s->entries;
     s->ctl->max_sge = s->max_sge;
     s->ring = (uint32_t *)(s->region + s->layout.ring);
-    return ND_SUCCESS;
+    return 0;
 }
 
 static void srq_free(struct nd_srq *s)
@@ -123,27 +123,27 @@ static void srq_free(struct nd_srq *s)
     free(s);
 }
 
-ND_API nd_status nd_adapter_create_shared_receive_queue(nd_adapter *a, nd_port *port, uint32_t depth,
+ND_DOOR int ndc_adapter_create_shared_receive_queue(nd_adapter *a, nd_port *port, uint32_t depth,
                                                         uint32_t max_request_sge, uint32_t notify_threshold,
                                                         uint16_t group, uintptr_t affinity, nd_srq **out)
 {
     struct nd_srq *s;
 
     if (!nd_adapter_valid(a))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!nd_port_valid(port))
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (depth == 0 || depth > nd_caps.max_srq_wr)
-        return ND_INVALID_PARAMETER_3;
+        return ND_EARG(3);
     if (max_request_sge == 0 || max_request_sge > nd_caps.max_recv_sge)
-        return ND_INVALID_PARAMETER_4;
+        return ND_EARG(4);
     if (notify_threshold > depth)
-        return ND_INVALID_PARAMETER_5;
+        return ND_EARG(5);
     if (!out)
-        return ND_INVALID_PARAMETER_8;
+        return ND_EARG(8);
     s = calloc(1, sizeof(*s));
     if (!s)
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     s->depth = depth;
     s->max_sge = max_request_sge;
     /* Room for the largest depth Modify may set, so the shared layout never moves. */
@@ -151,9 +151,9 @@ ND_API nd_status nd_adapter_create_shared_receive_queue(nd_adapter *a, nd_port *
     s->slots = calloc(s->entries, sizeof(*s->slots));
     s->sges = calloc((size_t)s->entries * s->max_sge, sizeof(*s->sges));
     s->free_ids = calloc(s->entries, sizeof(*s->free_ids));
-    if (!s->slots || !s->sges || !s->free_ids || srq_region(s) != ND_SUCCESS) {
+    if (!s->slots || !s->sges || !s->free_ids || srq_region(s) != 0) {
         srq_free(s);
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     }
     for (uint32_t i = 0; i < s->entries; i++) {
         s->slots[i].sge = &s->sges[(size_t)i * s->max_sge];
@@ -169,10 +169,10 @@ ND_API nd_status nd_adapter_create_shared_receive_queue(nd_adapter *a, nd_port *
     nd_port_ref(port);
     s->magic = ND_MAGIC_SRQ;
     *out = s;
-    return ND_SUCCESS;
+    return 0;
 }
 
-static void srq_complete_all(struct nd_srq *s, nd_status status, struct nd_ovbatch *b)
+static void srq_complete_all(struct nd_srq *s, int status, struct nd_ovbatch *b)
 {
     for (nd_overlapped *ov = nd_ov_take_all(&s->ov), *next; ov; ov = next) {
         next = nd_ov_next(ov);
@@ -191,65 +191,65 @@ static uint32_t srq_posted(struct nd_srq *s)
 static void srq_check_limit(struct nd_srq *s, struct nd_ovbatch *b)
 {
     if (s->ov.head && srq_posted(s) < s->threshold)
-        srq_complete_all(s, ND_SUCCESS, b);
+        srq_complete_all(s, 0, b);
 }
 
-ND_API nd_status nd_srq_cancel_overlapped_requests(nd_srq *s)
+ND_DOOR int ndc_srq_cancel_overlapped_requests(nd_srq *s)
 {
     struct nd_ovbatch b;
 
     if (!srq_valid(s))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     nd_ovbatch_init(&b, s->ov.port);
     nd_lock_acquire(&s->lock);
-    srq_complete_all(s, ND_CANCELED, &b);
+    srq_complete_all(s, -ECANCELED, &b);
     nd_lock_release(&s->lock);
     nd_port_deliver(&b);
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_srq_close(nd_srq *s)
+ND_DOOR int ndc_srq_close(nd_srq *s)
 {
     if (!srq_valid(s))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (atomic_load(&s->users) != 0)
-        return ND_DEVICE_BUSY;
-    nd_srq_cancel_overlapped_requests(s);
+        return -EBUSY;
+    ndc_srq_cancel_overlapped_requests(s);
     s->magic = ND_MAGIC_DEAD;
     nd_port_unref(s->ov.port);
     nd_adapter_unref(s->adapter);
     nd_lock_destroy(&s->lock);
     srq_free(s);
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_srq_get_notify_affinity(nd_srq *s, uint16_t *group, uintptr_t *affinity)
+ND_DOOR int ndc_srq_get_notify_affinity(nd_srq *s, uint16_t *group, uintptr_t *affinity)
 {
     if (!srq_valid(s))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!group)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (!affinity)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     *group = s->group;
     *affinity = s->affinity;
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_srq_modify(nd_srq *s, uint32_t depth, uint32_t notify_threshold)
+ND_DOOR int ndc_srq_modify(nd_srq *s, uint32_t depth, uint32_t notify_threshold)
 {
-    nd_status st = ND_SUCCESS;
+    int st = 0;
 
     if (!srq_valid(s))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (depth > nd_caps.max_srq_wr)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     nd_lock_acquire(&s->lock);
     if (depth && depth < s->outstanding)
-        st = ND_BUFFER_OVERFLOW;
+        st = -EOVERFLOW;
     else if (notify_threshold > (depth ? depth : s->depth))
-        st = ND_INVALID_PARAMETER_2;
-    if (st == ND_SUCCESS) {
+        st = ND_EARG(2);
+    if (st == 0) {
         if (depth)
             s->depth = depth;
         if (notify_threshold)
@@ -259,47 +259,47 @@ ND_API nd_status nd_srq_modify(nd_srq *s, uint32_t depth, uint32_t notify_thresh
     return st;
 }
 
-ND_API nd_status nd_srq_notify(nd_srq *s, nd_overlapped *ov)
+ND_DOOR int ndc_srq_notify(nd_srq *s, nd_overlapped *ov)
 {
-    nd_status st = ND_PENDING;
+    int st = -EINPROGRESS;
 
     if (!srq_valid(s))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!ov)
-        return ND_INVALID_PARAMETER_1;
+        return ND_EARG(1);
     if (nd_ov_is_pending(ov))
-        return ND_INVALID_PARAMETER;    /* still in use by an earlier request */
+        return -EINVAL;    /* still in use by an earlier request */
     nd_lock_acquire(&s->lock);
     if (s->threshold == 0)
-        st = ND_INVALID_DEVICE_STATE;
+        st = -EBADFD;
     else if (srq_posted(s) < s->threshold)
-        st = ND_SUCCESS;            /* already below: no lost limit event */
+        st = 0;            /* already below: no lost limit event */
     else
         nd_ov_start(&s->ov, ov);
     nd_lock_release(&s->lock);
     return st;
 }
 
-ND_API nd_status nd_srq_receive(nd_srq *s, void *ctx, const nd_sge *sge, uint32_t nsge)
+ND_DOOR int ndc_srq_receive(nd_srq *s, void *ctx, const nd_sge *sge, uint32_t nsge)
 {
     uint64_t total = 0;
-    nd_status st = ND_SUCCESS;
+    int st = 0;
 
     if (!srq_valid(s))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (nsge && !sge)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (nsge > s->max_sge)
-        return ND_DATA_OVERRUN;
+        return -EMSGSIZE;
     for (uint32_t i = 0; i < nsge; i++)
         total += sge[i].buffer_length;
     if (total > nd_caps.max_msg_size)
-        return ND_BUFFER_OVERFLOW;
+        return -EOVERFLOW;
     nd_lock_acquire(&s->lock);
     if (!nd_sges_registered(s->adapter, &s->reg_memo, sge, nsge, ND_ACCESS_LOCAL_WRITE)) {
-        st = ND_ACCESS_VIOLATION;
+        st = -EFAULT;
     } else if (s->outstanding >= s->depth || !s->nfree) {
-        st = ND_NO_MORE_ENTRIES;
+        st = -ENOSPC;
     } else {
         uint32_t id = s->free_ids[--s->nfree], t = atomic_load_explicit(&s->ctl->tail, memory_order_relaxed);
         struct srq_slot *slot = &s->slots[id];
@@ -324,11 +324,11 @@ ND_API nd_status nd_srq_receive(nd_srq *s, void *ctx, const nd_sge *sge, uint32_
     return st;
 }
 
-ND_API nd_status nd_srq_get_overlapped_result(nd_srq *s, nd_overlapped *ov, int wait)
+ND_DOOR int ndc_srq_get_overlapped_result(nd_srq *s, nd_overlapped *ov, int wait)
 {
     if (!srq_valid(s))
-        return ND_INVALID_HANDLE;
-    return nd_get_overlapped_result(ov, wait);
+        return -EBADF;
+    return ndc_get_overlapped_result(ov, wait);
 }
 
 void nd_srq_export(nd_srq *s, struct nd_srq_share *out)
@@ -381,8 +381,8 @@ enum nd_xlate nd_srq_complete(nd_srq *s, uint32_t id, const struct nd_cqe *e, co
         return ND_XLATE_BAD;
     }
     slot = &s->slots[id];
-    *overrun = e->status == ND_DATA_OVERRUN || e->bytes > slot->total;
-    r->status = *overrun ? ND_DATA_OVERRUN : ND_SUCCESS;
+    *overrun = e->status == -EMSGSIZE || e->bytes > slot->total;
+    r->status = *overrun ? -EMSGSIZE : 0;
     if (!*overrun && data) {
         uint32_t left = e->bytes;
 
@@ -391,8 +391,8 @@ enum nd_xlate nd_srq_complete(nd_srq *s, uint32_t id, const struct nd_cqe *e, co
 
             /* Checked again: a region deregistered since the post is not touched. */
             if (n && nd_mtab_check_local(s->adapter, &s->reg_memo, slot->sge[i].memory_region_token,
-                                         (uintptr_t)slot->sge[i].buffer, n, ND_ACCESS_LOCAL_WRITE) != ND_SUCCESS) {
-                r->status = ND_ACCESS_VIOLATION;
+                                         (uintptr_t)slot->sge[i].buffer, n, ND_ACCESS_LOCAL_WRITE) != 0) {
+                r->status = -EFAULT;
                 *overrun = true;
                 break;
             }

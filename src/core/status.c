@@ -1,87 +1,60 @@
 // SPDX-License-Identifier: MIT
 #include "core.h"
 
-#include <errno.h>
+#include <stdio.h>
+#include <string.h>
 
-#define NAME(code) { code, #code }
-
-static const struct {
-    nd_status code;
+const char *nd_err_name(int st)
+{
+    static __thread char buf[32];
     const char *name;
-} names[] = {
-    NAME(ND_SUCCESS), NAME(ND_TIMEOUT), NAME(ND_PENDING), NAME(ND_BUFFER_OVERFLOW),
-    NAME(ND_DEVICE_BUSY), NAME(ND_NO_MORE_ENTRIES), NAME(ND_UNSUCCESSFUL),
-    NAME(ND_ACCESS_VIOLATION), NAME(ND_INVALID_HANDLE), NAME(ND_INVALID_PARAMETER),
-    NAME(ND_INVALID_DEVICE_REQUEST), NAME(ND_NO_MEMORY), NAME(ND_INVALID_PARAMETER_MIX),
-    NAME(ND_DATA_OVERRUN), NAME(ND_SHARING_VIOLATION), NAME(ND_INSUFFICIENT_RESOURCES),
-    NAME(ND_DEVICE_NOT_READY), NAME(ND_IO_TIMEOUT), NAME(ND_NOT_SUPPORTED),
-    NAME(ND_INTERNAL_ERROR), NAME(ND_INVALID_PARAMETER_1), NAME(ND_INVALID_PARAMETER_2),
-    NAME(ND_INVALID_PARAMETER_3), NAME(ND_INVALID_PARAMETER_4), NAME(ND_INVALID_PARAMETER_5),
-    NAME(ND_INVALID_PARAMETER_6), NAME(ND_INVALID_PARAMETER_7), NAME(ND_INVALID_PARAMETER_8),
-    NAME(ND_INVALID_PARAMETER_9), NAME(ND_INVALID_PARAMETER_10), NAME(ND_CANCELED),
-    NAME(ND_REMOTE_ERROR), NAME(ND_INVALID_ADDRESS), NAME(ND_INVALID_DEVICE_STATE),
-    NAME(ND_INVALID_BUFFER_SIZE), NAME(ND_TOO_MANY_ADDRESSES), NAME(ND_ADDRESS_ALREADY_EXISTS),
-    NAME(ND_CONNECTION_REFUSED), NAME(ND_CONNECTION_INVALID), NAME(ND_CONNECTION_ACTIVE),
-    NAME(ND_NETWORK_UNREACHABLE), NAME(ND_HOST_UNREACHABLE), NAME(ND_CONNECTION_ABORTED),
-    NAME(ND_DEVICE_REMOVED), NAME(STATUS_DATA_ERROR), NAME(STATUS_BAD_NETWORK_NAME),
-    NAME(STATUS_CONNECTION_DISCONNECTED), NAME(STATUS_ADDRESS_ALREADY_ASSOCIATED),
-    NAME(STATUS_ADDRESS_NOT_ASSOCIATED), NAME(STATUS_REQUEST_ABORTED),
-    NAME(STATUS_TOO_MANY_COMMANDS),
-};
 
-ND_API const char *nd_strerror(nd_status status)
-{
-    for (size_t i = 0; i < ND_ARRAY_SIZE(names); i++)
-        if (names[i].code == status)
-            return names[i].name;
-    return "ND_UNKNOWN_STATUS";
+    if (st == 0)
+        return "success";
+    if (nd_err_is_arg(st)) {
+        snprintf(buf, sizeof(buf), "invalid argument %d", ND_EARG(0) - st);
+        return buf;
+    }
+    name = st < 0 ? strerrorname_np(-st) : NULL;
+    if (name)
+        return name;
+    snprintf(buf, sizeof(buf), "status %#x", (unsigned)st);
+    return buf;
 }
 
-ND_API const char *nd_version_string(void)
-{
-    return ND_VERSION_STRING;
-}
-
-int nd_status_errno(nd_status st)
+int nd_errno_of(int st)
 {
     switch (st) {
-    case ND_SUCCESS: case ND_PENDING: return 0;
-    case ND_NO_MEMORY: case ND_INSUFFICIENT_RESOURCES: case ND_NO_MORE_ENTRIES: return ENOMEM;
-    case ND_ACCESS_VIOLATION: return EFAULT;
-    case ND_DEVICE_BUSY: return EBUSY;
-    case ND_NOT_SUPPORTED: return EOPNOTSUPP;
-    case ND_CONNECTION_REFUSED: return ECONNREFUSED;
-    case ND_IO_TIMEOUT: case ND_TIMEOUT: return ETIMEDOUT;
-    case ND_NETWORK_UNREACHABLE: return ENETUNREACH;
-    case ND_HOST_UNREACHABLE: return EHOSTUNREACH;
-    case ND_INVALID_ADDRESS: return EADDRNOTAVAIL;
-    case ND_SHARING_VIOLATION: case STATUS_ADDRESS_ALREADY_ASSOCIATED: return EADDRINUSE;
-    case ND_CONNECTION_ACTIVE: return EISCONN;
-    case ND_CONNECTION_ABORTED: return ECONNABORTED;
-    case ND_CANCELED: return ECANCELED;
+    case 0: case -EINPROGRESS: return 0;
+    case -ENOMEM: case -ENOBUFS: case -ENOSPC: return ENOMEM;
+    case -ETIME: case -ETIMEDOUT: return ETIMEDOUT;
+    case -EFAULT: case -EBUSY: case -EOPNOTSUPP: case -ECONNREFUSED: case -ENETUNREACH:
+    case -EHOSTUNREACH: case -EADDRNOTAVAIL: case -EADDRINUSE: case -EISCONN:
+    case -ECONNABORTED: case -ECANCELED:
+        return -st;
     default: return EINVAL;
     }
 }
 
-enum nd_wc_status nd_wc_status_of(nd_status st, nd_request_type type, bool local)
+enum nd_wc_status nd_wc_status_of(int st, nd_request_type type, bool local)
 {
     switch (st) {
-    case ND_SUCCESS: return ND_WCS_SUCCESS;
-    case ND_CANCELED: return ND_WCS_FLUSHED;
+    case 0: return ND_WCS_SUCCESS;
+    case -ECANCELED: return ND_WCS_FLUSHED;
     default: break;
     }
     if (type == ND_REQUEST_TYPE_BIND)
         return ND_WCS_MW_BIND;
     switch (st) {
     /* A receive's buffer is always its own memory: an RNIC calls it local protection. */
-    case ND_ACCESS_VIOLATION:
+    case -EFAULT:
         return local || type == ND_REQUEST_TYPE_RECEIVE ? ND_WCS_LOC_PROT : ND_WCS_REM_ACCESS;
-    case ND_DATA_OVERRUN:
-    case ND_BUFFER_OVERFLOW: return ND_WCS_LOC_LEN;
-    case ND_IO_TIMEOUT: return ND_WCS_RNR_RETRY;
-    case ND_CONNECTION_ABORTED: return ND_WCS_RETRY_EXC;
-    case ND_INVALID_DEVICE_REQUEST: return ND_WCS_REM_INV_REQ;
-    case ND_NOT_SUPPORTED: return ND_WCS_LOC_QP_OP;
+    case -EMSGSIZE:
+    case -EOVERFLOW: return ND_WCS_LOC_LEN;
+    case -ETIMEDOUT: return ND_WCS_RNR_RETRY;
+    case -ECONNABORTED: return ND_WCS_RETRY_EXC;
+    case -EBADRQC: return ND_WCS_REM_INV_REQ;
+    case -EOPNOTSUPP: return ND_WCS_LOC_QP_OP;
     default: return ND_WCS_GENERAL;
     }
 }

@@ -27,14 +27,14 @@ struct nd_transport_ops {
      * the next; asking again would get the same answer). */
     int (*cm_dial)(const struct sockaddr *dest, const struct sockaddr *local, pid_t *pid);
     /* Send @m; REQ and REP describe @qp where the transport needs it. */
-    nd_status (*cm_send)(int sock, struct nd_cm_msg *m, struct nd_qp *qp);
-    /* Read the next message: ND_SUCCESS, ND_PENDING (nothing yet) or ND_CONNECTION_ABORTED.
+    int (*cm_send)(int sock, struct nd_cm_msg *m, struct nd_qp *qp);
+    /* Read the next message: 0, -EINPROGRESS (nothing yet) or -ECONNABORTED.
      * @expect is the type the connector waits for (0 when only the peer leaving is news). */
-    nd_status (*cm_recv)(int sock, struct nd_cm_msg *m, uint16_t expect);
+    int (*cm_recv)(int sock, struct nd_cm_msg *m, uint16_t expect);
     /* Connect @qp to the peer @m describes (its REQ or REP). A transport that declares
      * attach_takes_socket takes *sock (setting it to -1) and reports the peer leaving with
      * nd_qp_peer_left; the others leave it to the connector. */
-    nd_status (*attach)(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
+    int (*attach)(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
                         bool active);
     /* Optional, both or neither: a connection message just went to @qp's peer, ring the
      * peer's doorbell (cm_ring); how often @qp's own has rung (cm_bell), which a connector
@@ -70,7 +70,7 @@ struct nd_transport_ops {
     bool (*carries_imm)(struct nd_qp *qp);
     /* The QP enters the error state or closes: cancel held requests (in order), tell the
      * peer, and stop moving bytes. */
-    void (*shutdown)(struct nd_qp *qp, nd_status why);
+    void (*shutdown)(struct nd_qp *qp, int why);
     /* Optional: the registration of [addr, addr+len) was revoked (QP lock held). Nothing
      * the transport queued may read or write the range once this returns: bytes framed
      * for the socket are copied out; what is still to be framed or placed checks the

@@ -41,13 +41,13 @@ static void *cm_main(void *arg)
 
     for (;;) {
         nd_overlapped *ov = NULL;
-        nd_status st = nd_port_wait(the_port, timeout_ms, &ov);
+        int st = ndc_port_wait(the_port, timeout_ms, &ov);
         struct cm_op *op;
 
         /* Set before any request went to the core, so before anything can wake us. */
         const struct cm_engine *e = atomic_load_explicit(&the_engine, memory_order_acquire);
 
-        if (st != ND_SUCCESS) {         /* the wait for a deferred disconnect's next look */
+        if (st != 0) {         /* the wait for a deferred disconnect's next look */
             timeout_ms = e ? e->idle() : -1;
             continue;
         }
@@ -57,7 +57,7 @@ static void *cm_main(void *arg)
             continue;
         }
         op = (struct cm_op *)((char *)ov - offsetof(struct cm_op, ov));
-        st = nd_get_overlapped_result(ov, 0);
+        st = ndc_get_overlapped_result(ov, 0);
         cm_op_taken(op->id, op->kind);
         e->handle(op->id, op->kind, st);
         cm_op_done(op->id);
@@ -75,7 +75,7 @@ static void cm_init(void)
     ibv_free_device_list(list);
     if (the_context)
         the_pd = ibv_alloc_pd(the_context);
-    if (!the_pd || nd_port_create(&the_port) != ND_SUCCESS) {
+    if (!the_pd || ndc_port_create(&the_port) != 0) {
         the_port = NULL;
         return;
     }
@@ -100,7 +100,7 @@ bool cm_on_thread(void)
 void cm_wake(void)
 {
     if (!atomic_exchange(&wake_posted, true))
-        nd_port_post(the_port, &wake_ov, ND_SUCCESS, 0);
+        ndc_port_post(the_port, &wake_ov, 0, 0);
 }
 
 nd_port *cm_port(void)
@@ -349,7 +349,7 @@ static void drain_ops(struct cm_id *id)
     conn = id->conn;
     pthread_mutex_unlock(&id->lock);
     if (conn && !id->listener)
-        nd_connector_cancel_overlapped_requests(conn);
+        ndc_connector_cancel_overlapped_requests(conn);
     pthread_mutex_lock(&id->lock);
     while (id->ops_out)
         pthread_cond_wait(&id->cond, &id->lock);
@@ -369,12 +369,12 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
     pthread_mutex_unlock(&id->lock);
     drain_ops(id);
     if (id->conn) {
-        nd_connector_close(id->conn);
+        ndc_connector_close(id->conn);
         id->conn = NULL;
     }
     drain_ops(id);                  /* a close's implicit disconnect */
     if (id->listener)
-        nd_listener_close(id->listener);    /* its request handler has run for the last time */
+        ndc_listener_close(id->listener);    /* its request handler has run for the last time */
     if (id->gate)
         atomic_load_explicit(&the_engine, memory_order_acquire)->forget_gate(id);
     if (id->port_hold >= 0)

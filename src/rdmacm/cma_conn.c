@@ -45,22 +45,22 @@ static void cancel_if_destroying(struct cm_id *id, enum cm_op_kind kind)
     if (!destroying)
         return;
     if (conn)
-        nd_connector_cancel_overlapped_requests(conn);
+        ndc_connector_cancel_overlapped_requests(conn);
 }
 
-static void handle(struct cm_id *id, enum cm_op_kind kind, nd_status st);
+static void handle(struct cm_id *id, enum cm_op_kind kind, int st);
 
 /* After the core took @kind's request: pending, it completes on the CM port; done at once
  * (the core queues nothing then), it is handled here. */
-static int start(struct cm_id *id, enum cm_op_kind kind, nd_status st)
+static int start(struct cm_id *id, enum cm_op_kind kind, int st)
 {
-    if (st == ND_PENDING) {
+    if (st == -EINPROGRESS) {
         cancel_if_destroying(id, kind);
         return 0;
     }
     cm_op_taken(id, kind);
-    if (st == ND_SUCCESS) {
-        handle(id, kind, ND_SUCCESS);
+    if (st == 0) {
+        handle(id, kind, 0);
         cm_op_done(id);
         return 0;
     }
@@ -77,9 +77,9 @@ static nd_port *conn_port(void)
     return cm_port();
 }
 
-static nd_status new_connector(struct cm_id *id)
+static int new_connector(struct cm_id *id)
 {
-    return id->conn ? ND_SUCCESS : nd_adapter_create_connector(ndv_context_adapter(cm_context()), conn_port(), &id->conn);
+    return id->conn ? 0 : ndc_adapter_create_connector(ndv_context_adapter(cm_context()), conn_port(), &id->conn);
 }
 
 /* Whether an interface other than loopback is up with an address (IPv6 link-local aside). */
@@ -207,7 +207,7 @@ CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struc
     struct cm_id *id = (struct cm_id *)cid;
     struct sockaddr_storage from;
     struct rdma_cm_event *ev;
-    nd_status st;
+    int st;
 
     (void)timeout_ms;
     if (!cid || !dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
@@ -223,14 +223,14 @@ CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struc
     memcpy(&cid->route.addr.dst_storage, dst, sa_len(dst));
     release_port(id);
     st = new_connector(id);
-    if (st == ND_SUCCESS)
-        st = nd_connector_bind(id->conn, (struct sockaddr *)&from, sa_len((struct sockaddr *)&from));
-    if (st != ND_SUCCESS) {
+    if (st == 0)
+        st = ndc_connector_bind(id->conn, (struct sockaddr *)&from, sa_len((struct sockaddr *)&from));
+    if (st != 0) {
         cm_queue_event(id, RDMA_CM_EVENT_ADDR_ERROR, -ndv_status_errno(st), NULL, 0);
     } else {
         uint32_t len = sizeof(cid->route.addr.src_storage);
 
-        nd_connector_get_local_address(id->conn, &cid->route.addr.src_addr, &len);
+        ndc_connector_get_local_address(id->conn, &cid->route.addr.src_addr, &len);
         id->bound = true;
         cm_attach_device(id);
         cm_queue_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0);
@@ -391,18 +391,18 @@ static uint32_t refused_wait_ms(void)
  * rdma_listen; a kernel CM's address and route resolution is slow enough to hide the race
  * there, ours is not. A refusal by a listener (Reject) is not retried: it is a REJ, not a
  * dial that found no one. */
-static nd_status dial(struct cm_id *id, const struct rdma_conn_param *p)
+static int dial(struct cm_id *id, const struct rdma_conn_param *p)
 {
     uint32_t waited = 0, step = 1, limit = refused_wait_ms();
     struct rdma_cm_id *cid = &id->id;
 
     for (;;) {
-        nd_status st = nd_connector_connect(id->conn, ndv_qp_core(cm_conn_qp(id)), &cid->route.addr.dst_addr,
+        int st = ndc_connector_connect(id->conn, ndv_qp_core(cm_conn_qp(id)), &cid->route.addr.dst_addr,
                                             sa_len(&cid->route.addr.dst_addr), id->ird, id->ord,
                                             p ? p->private_data : NULL, p ? p->private_data_len : 0,
                                             &id->op[CM_OP_CONNECT].ov);
 
-        if (st != ND_CONNECTION_REFUSED || waited >= limit)
+        if (st != -ECONNREFUSED || waited >= limit)
             return st;
         usleep(step * 1000);
         waited += step;
@@ -452,7 +452,7 @@ CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
 {
     struct cm_id *id = (struct cm_id *)cid;
     struct rdma_cm_event *ev;
-    nd_status st;
+    int st;
     int rc;
 
     if (!cid || !id->conn || bind_ext_qp(id, p) < 0)
@@ -464,7 +464,7 @@ CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
     ndv_qp_rnr_retry(cm_conn_qp(id), p ? p->rnr_retry_count : 7);     /* rdma-core's default: 7 */
     cm_op_begin(id, CM_OP_CONNECT);
     st = dial(id, p);
-    if (st == ND_CONNECTION_REFUSED) {
+    if (st == -ECONNREFUSED) {
         /* As the kernel's iWARP CM: rdma_connect succeeds, REJECTED (-ECONNREFUSED) follows. */
         cm_op_taken(id, CM_OP_CONNECT);
         handle(id, CM_OP_CONNECT, st);
@@ -489,23 +489,23 @@ static void requests_in(void *ctx);
 CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
 {
     struct cm_id *id = (struct cm_id *)cid;
-    nd_status st;
+    int st;
 
     if (!cid || !id->bound || id->listener)
         return cm_fail(EINVAL);
     release_port(id);
     id->gate = cm_gate_new(id);
-    st = id->gate ? nd_adapter_create_listener(ndv_context_adapter(cm_context()), conn_port(), &id->listener)
-                  : ND_NO_MEMORY;
-    if (st == ND_SUCCESS) {
-        nd_listener_notify_requests(id->listener, requests_in, id);
-        st = nd_listener_bind(id->listener, &cid->route.addr.src_addr, sa_len(&cid->route.addr.src_addr));
+    st = id->gate ? ndc_adapter_create_listener(ndv_context_adapter(cm_context()), conn_port(), &id->listener)
+                  : -ENOMEM;
+    if (st == 0) {
+        ndc_listener_notify_requests(id->listener, requests_in, id);
+        st = ndc_listener_bind(id->listener, &cid->route.addr.src_addr, sa_len(&cid->route.addr.src_addr));
     }
-    if (st == ND_SUCCESS)
-        st = nd_listener_listen(id->listener, backlog > 0 ? (uint32_t)backlog : 0);
-    if (st != ND_SUCCESS) {
+    if (st == 0)
+        st = ndc_listener_listen(id->listener, backlog > 0 ? (uint32_t)backlog : 0);
+    if (st != 0) {
         if (id->listener)
-            nd_listener_close(id->listener);
+            ndc_listener_close(id->listener);
         id->listener = NULL;
         if (id->gate)
             cm_gate_close(id->gate);
@@ -513,7 +513,7 @@ CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
         return cm_fail(ndv_status_errno(st));
     }
     uint32_t len = sizeof(cid->route.addr.src_storage);
-    nd_listener_get_local_address(id->listener, &cid->route.addr.src_addr, &len);
+    ndc_listener_get_local_address(id->listener, &cid->route.addr.src_addr, &len);
     return 0;
 }
 
@@ -538,7 +538,7 @@ CM_API int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *p)
         cm_gate_accept_begin(id->gate);
     cm_op_begin(id, CM_OP_ACCEPT);
     rc = start(id, CM_OP_ACCEPT,
-               nd_connector_accept(id->conn, ndv_qp_core(cm_conn_qp(id)), ird, ord, p ? p->private_data : NULL,
+               ndc_connector_accept(id->conn, ndv_qp_core(cm_conn_qp(id)), ird, ord, p ? p->private_data : NULL,
                                    p ? p->private_data_len : 0, &id->op[CM_OP_ACCEPT].ov));
     if (rc < 0)
         cm_accept_over(id);
@@ -554,12 +554,12 @@ CM_API int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *p)
 CM_API int rdma_reject(struct rdma_cm_id *cid, const void *pdata, uint8_t len)
 {
     struct cm_id *id = (struct cm_id *)cid;
-    nd_status st;
+    int st;
 
     if (!cid || !id->conn)
         return cm_fail(EINVAL);
-    st = nd_connector_reject(id->conn, pdata, len);
-    return st == ND_SUCCESS ? 0 : cm_fail(ndv_status_errno(st));
+    st = ndc_connector_reject(id->conn, pdata, len);
+    return st == 0 ? 0 : cm_fail(ndv_status_errno(st));
 }
 
 CM_API int rdma_disconnect(struct rdma_cm_id *cid)
@@ -580,7 +580,7 @@ CM_API int rdma_disconnect(struct rdma_cm_id *cid)
     if (busy)
         return 0;                   /* under way, or nothing to end */
     cm_op_begin(id, CM_OP_DISCONNECT);
-    return start(id, CM_OP_DISCONNECT, nd_connector_disconnect(id->conn, &id->op[CM_OP_DISCONNECT].ov));
+    return start(id, CM_OP_DISCONNECT, ndc_connector_disconnect(id->conn, &id->op[CM_OP_DISCONNECT].ov));
 }
 
 static void complete_active(struct cm_id *id, bool queue_established, const void *pdata, uint32_t len);
@@ -617,19 +617,19 @@ void cm_accept_over(struct cm_id *id)
  * and the watch for its end. */
 static void mark_established(struct cm_id *id)
 {
-    nd_connector_get_read_limits(id->conn, &id->ird, &id->ord);
+    ndc_connector_get_read_limits(id->conn, &id->ird, &id->ord);
     pthread_mutex_lock(&id->lock);
     id->connected = true;
     pthread_mutex_unlock(&id->lock);
     conn_qp_state(id, IBV_QPS_RTS, id->ird, id->ord);
     uint32_t alen = sizeof(id->id.route.addr.dst_storage);
-    nd_connector_get_peer_address(id->conn, &id->id.route.addr.dst_addr, &alen);
+    ndc_connector_get_peer_address(id->conn, &id->id.route.addr.dst_addr, &alen);
 }
 
 static void watch_disconnect(struct cm_id *id)
 {
     cm_op_begin(id, CM_OP_NOTIFY);
-    start(id, CM_OP_NOTIFY, nd_connector_notify_disconnect(id->conn, &id->op[CM_OP_NOTIFY].ov));
+    start(id, CM_OP_NOTIFY, ndc_connector_notify_disconnect(id->conn, &id->op[CM_OP_NOTIFY].ov));
 }
 
 static void disconnected(struct cm_id *id);
@@ -652,7 +652,7 @@ static void established(struct cm_id *id, const void *pdata, uint32_t len)
 static void complete_active(struct cm_id *id, bool queue_established, const void *pdata, uint32_t len)
 {
     struct ibv_qp *qp = cm_conn_qp(id);
-    nd_status st;
+    int st;
 
     /* Connected as the application sees it from the event on: its rdma_disconnect then
      * ends the connection rather than finding nothing to end. */
@@ -663,11 +663,11 @@ static void complete_active(struct cm_id *id, bool queue_established, const void
     ndv_qp_cm_attaching(qp, true);
     if (queue_established)
         cm_queue_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, pdata, len);
-    st = nd_connector_complete_connect(id->conn, &id->op[CM_OP_COMPLETE].ov);
-    if (st == ND_SUCCESS)
+    st = ndc_connector_complete_connect(id->conn, &id->op[CM_OP_COMPLETE].ov);
+    if (st == 0)
         mark_established(id);
     ndv_qp_cm_attaching(qp, false);
-    if (st == ND_SUCCESS)
+    if (st == 0)
         watch_disconnect(id);
     else
         disconnected(id);
@@ -785,14 +785,14 @@ static void disconnected(struct cm_id *id)
         cm_queue_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 }
 
-static void connect_done(struct cm_id *id, nd_status st)
+static void connect_done(struct cm_id *id, int st)
 {
     uint8_t pdata[CM_PDATA_MAX];
     uint32_t len = sizeof(pdata);
 
-    if (st == ND_SUCCESS) {
+    if (st == 0) {
         /* The peer's reply is in: its private data is the ESTABLISHED event's. */
-        if (nd_connector_get_private_data(id->conn, pdata, &len) != ND_SUCCESS)
+        if (ndc_connector_get_private_data(id->conn, pdata, &len) != 0)
             len = 0;
         if (!id->id.qp && !cm_iwarp(id)) {
             /* An application-managed QP on an InfiniBand-style device: the application
@@ -806,13 +806,13 @@ static void connect_done(struct cm_id *id, nd_status st)
         complete_active(id, true, pdata, len);
         return;
     }
-    if (st == ND_CONNECTION_REFUSED) {
-        if (nd_connector_get_private_data(id->conn, pdata, &len) != ND_SUCCESS)
+    if (st == -ECONNREFUSED) {
+        if (ndc_connector_get_private_data(id->conn, pdata, &len) != 0)
             len = 0;
         cm_queue_event(id, RDMA_CM_EVENT_REJECTED, -ECONNREFUSED, pdata, len);
-    } else if (st == ND_IO_TIMEOUT || st == ND_NETWORK_UNREACHABLE || st == ND_HOST_UNREACHABLE) {
+    } else if (st == -ETIMEDOUT || st == -ENETUNREACH || st == -EHOSTUNREACH) {
         cm_queue_event(id, RDMA_CM_EVENT_UNREACHABLE, -ndv_status_errno(st), NULL, 0);
-    } else if (st != ND_CANCELED) {
+    } else if (st != -ECANCELED) {
         cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ndv_status_errno(st), NULL, 0);
     }
 }
@@ -830,8 +830,8 @@ static void request_in(struct cm_id *l, nd_connector *conn)
     pthread_mutex_unlock(&l->lock);
     child = destroying ? NULL : cm_id_new(l->id.channel, l->id.context, l->id.ps);
     if (!child) {
-        nd_connector_reject(conn, NULL, 0);
-        nd_connector_close(conn);
+        ndc_connector_reject(conn, NULL, 0);
+        ndc_connector_close(conn);
         return;
     }
     child->conn = conn;
@@ -839,12 +839,12 @@ static void request_in(struct cm_id *l, nd_connector *conn)
     cm_gate_ref(child->gate);
     child->bound = true;
     cm_attach_device(child);
-    nd_connector_get_read_limits(conn, &child->ird, &child->ord);
+    ndc_connector_get_read_limits(conn, &child->ird, &child->ord);
     alen = sizeof(child->id.route.addr.src_storage);
-    nd_connector_get_local_address(conn, &child->id.route.addr.src_addr, &alen);
+    ndc_connector_get_local_address(conn, &child->id.route.addr.src_addr, &alen);
     alen = sizeof(child->id.route.addr.dst_storage);
-    nd_connector_get_peer_address(conn, &child->id.route.addr.dst_addr, &alen);
-    if (nd_connector_get_private_data(conn, pdata, &len) != ND_SUCCESS)
+    ndc_connector_get_peer_address(conn, &child->id.route.addr.dst_addr, &alen);
+    if (ndc_connector_get_private_data(conn, pdata, &len) != 0)
         len = 0;
     cm_gate_request(l->gate, child, pdata, len);
 }
@@ -856,26 +856,26 @@ static void requests_in(void *ctx)
     struct cm_id *l = ctx;
     nd_connector *conn;
 
-    while (nd_listener_take_request(l->listener, &conn) == ND_SUCCESS)
+    while (ndc_listener_take_request(l->listener, &conn) == 0)
         request_in(l, conn);
 }
 
-static void handle(struct cm_id *id, enum cm_op_kind kind, nd_status st)
+static void handle(struct cm_id *id, enum cm_op_kind kind, int st)
 {
     switch (kind) {
     case CM_OP_CONNECT:
         connect_done(id, st);
         break;
     case CM_OP_ACCEPT:
-        if (st == ND_SUCCESS)
+        if (st == 0)
             established(id, NULL, 0);
-        else if (st != ND_CANCELED)
+        else if (st != -ECANCELED)
             cm_queue_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ndv_status_errno(st), NULL, 0);
         cm_accept_over(id);
         break;
     case CM_OP_NOTIFY:
     case CM_OP_DISCONNECT:
-        if (st != ND_CANCELED || kind == CM_OP_DISCONNECT)
+        if (st != -ECANCELED || kind == CM_OP_DISCONNECT)
             disconnected(id);
         break;
     default:

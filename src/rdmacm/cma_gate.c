@@ -130,7 +130,7 @@ void cm_gate_close(struct cm_gate *g)
     while (h) {
         struct cm_held_req *next = h->next;
 
-        nd_connector_reject(h->child->conn, NULL, 0);
+        ndc_connector_reject(h->child->conn, NULL, 0);
         rdma_destroy_id(&h->child->id);
         free(h);
         h = next;

@@ -132,7 +132,7 @@ void cm_gate_close(struct cm_gate *g);
  * request's id), once nothing of it is out with the core.
  */
 struct cm_engine {
-    void (*handle)(struct cm_id *id, enum cm_op_kind kind, nd_status st);
+    void (*handle)(struct cm_id *id, enum cm_op_kind kind, int st);
     int (*idle)(void);
     void (*forget_gate)(struct cm_id *id);
 };

@@ -55,7 +55,7 @@ struct av_link {
     struct av_link *next_orphan;
 };
 
-static void av_done(struct vb_work *w, nd_status st);
+static void av_done(struct vb_work *w, int st);
 
 struct av_listener {
     struct vb_context *c;
@@ -84,7 +84,7 @@ static struct av_link *link_new(struct vb_context *c, struct vb_qp *q, enum av_s
     if (!k)
         return NULL;
     k->conn = conn;
-    if (!conn && nd_adapter_create_connector(c->adapter, c->port, &k->conn) != ND_SUCCESS) {
+    if (!conn && ndc_adapter_create_connector(c->adapter, c->port, &k->conn) != 0) {
         free(k);
         return NULL;
     }
@@ -98,14 +98,14 @@ static struct av_link *link_new(struct vb_context *c, struct vb_qp *q, enum av_s
 static void link_free(struct av_link *k)
 {
     if (k->conn)
-        nd_connector_close(k->conn);
+        ndc_connector_close(k->conn);
     free(k);
 }
 
-/* The core took (ND_PENDING) or finished a request of @k (av_lock held). */
-static bool link_started(struct av_link *k, nd_status st)
+/* The core took (-EINPROGRESS) or finished a request of @k (av_lock held). */
+static bool link_started(struct av_link *k, int st)
 {
-    if (st == ND_PENDING) {
+    if (st == -EINPROGRESS) {
         k->pending = true;
         return true;
     }
@@ -123,16 +123,16 @@ static struct av_listener *listener_new(struct vb_context *c)
 
     if (!ls)
         return NULL;
-    if (nd_adapter_create_listener(c->adapter, c->port, &ls->l) != ND_SUCCESS) {
+    if (ndc_adapter_create_listener(c->adapter, c->port, &ls->l) != 0) {
         free(ls);
         return NULL;
     }
     ls->c = c;
-    nd_listener_notify_requests(ls->l, requests_in, ls);
-    if (nd_listener_bind(ls->l, (struct sockaddr *)&any, sizeof(any)) != ND_SUCCESS ||
-        nd_listener_listen(ls->l, 0) != ND_SUCCESS ||
-        nd_listener_get_local_address(ls->l, (struct sockaddr *)&got, &len) != ND_SUCCESS) {
-        nd_listener_close(ls->l);
+    ndc_listener_notify_requests(ls->l, requests_in, ls);
+    if (ndc_listener_bind(ls->l, (struct sockaddr *)&any, sizeof(any)) != 0 ||
+        ndc_listener_listen(ls->l, 0) != 0 ||
+        ndc_listener_get_local_address(ls->l, (struct sockaddr *)&got, &len) != 0) {
+        ndc_listener_close(ls->l);
         free(ls);
         return NULL;
     }
@@ -205,7 +205,7 @@ static void post_held(struct vb_qp *q, struct av_held *h)
            q->qp.qp_num, err);
     if (nd_qp_post_refused(q->core, (void *)(uintptr_t)h->wr.wr_id, type,
                            h->bind1 ? h->flags : (uint32_t)vb_send_flags_of(q, h->wr.send_flags),
-                           type == ND_REQUEST_TYPE_BIND ? ND_ACCESS_VIOLATION : ND_NOT_SUPPORTED) == ND_SUCCESS)
+                           type == ND_REQUEST_TYPE_BIND ? -EFAULT : -EOPNOTSUPP) == 0)
         __atomic_store_n(&q->qp.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
     else
         nd_log(ND_LOG_WARN, ND_SUB_VERBS, "verbs: QP %u: a refused request could not complete", q->qp.qp_num);
@@ -233,7 +233,7 @@ static void link_orphan(struct vb_context *c, struct av_link *k)
 {
     k->q = NULL;
     if (k->pending) {
-        nd_connector_cancel_overlapped_requests(k->conn);
+        ndc_connector_cancel_overlapped_requests(k->conn);
         k->next_orphan = c->av_orphans;
         c->av_orphans = k;
         return;
@@ -241,30 +241,30 @@ static void link_orphan(struct vb_context *c, struct av_link *k)
     link_free(k);
 }
 
-static void qp_failed(struct vb_qp *q, nd_status why)
+static void qp_failed(struct vb_qp *q, int why)
 {
     nd_log(ND_LOG_INFO, ND_SUB_VERBS, "verbs: QP %u: no connection to QP %u (%s)", q->qp.qp_num, q->av.dest_qpn,
-           nd_strerror(why));
+           nd_err_name(why));
     release_held(q, true);
 }
 
 static void accept_request(struct vb_qp *q, struct av_link *k)
 {
-    nd_status st;
+    int st;
 
     q->av.link = k;
     k->q = q;
     k->step = AVL_ACCEPT;
-    st = nd_connector_accept(k->conn, q->core, q->av.ird, q->av.ord, NULL, 0, &k->work.ov);
-    if (!link_started(k, st) && st != ND_SUCCESS)
+    st = ndc_connector_accept(k->conn, q->core, q->av.ird, q->av.ord, NULL, 0, &k->work.ov);
+    if (!link_started(k, st) && st != 0)
         qp_failed(q, st);
-    else if (st == ND_SUCCESS)
+    else if (st == 0)
         release_held(q, false);
 }
 
 static void reject_link(struct av_link *k)
 {
-    nd_connector_reject(k->conn, NULL, 0);
+    ndc_connector_reject(k->conn, NULL, 0);
     link_free(k);
 }
 
@@ -276,7 +276,7 @@ static void handle_request(struct av_listener *ls, struct av_link *k)
     struct vb_qp *q = NULL;
     uint32_t dst;
 
-    if (nd_connector_get_private_data(k->conn, &h, &len) != ND_SUCCESS || len != sizeof(h) ||
+    if (ndc_connector_get_private_data(k->conn, &h, &len) != 0 || len != sizeof(h) ||
         ntohl(h.magic) != AV_HELLO_MAGIC) {
         reject_link(k);
         return;
@@ -308,21 +308,21 @@ static void requests_in(void *ctx)
     nd_connector *conn;
 
     pthread_mutex_lock(&c->av_lock);
-    while (!c->av_closing && nd_listener_take_request(ls->l, &conn) == ND_SUCCESS) {
+    while (!c->av_closing && ndc_listener_take_request(ls->l, &conn) == 0) {
         struct av_link *k = link_new(c, NULL, AVL_REQUEST, conn);
 
         if (k) {
             handle_request(ls, k);
         } else {
-            nd_connector_reject(conn, NULL, 0);
-            nd_connector_close(conn);
+            ndc_connector_reject(conn, NULL, 0);
+            ndc_connector_close(conn);
         }
     }
     pthread_mutex_unlock(&c->av_lock);
 }
 
 /* The event thread: a request of the AV machinery completed. */
-static void av_done(struct vb_work *w, nd_status st)
+static void av_done(struct vb_work *w, int st)
 {
     struct av_link *k = vb_container_of(w, struct av_link, work);
     struct vb_context *c = k->c;
@@ -339,12 +339,12 @@ static void av_done(struct vb_work *w, nd_status st)
                 break;
             }
         link_free(k);
-    } else if (st != ND_SUCCESS) {
+    } else if (st != 0) {
         qp_failed(q, st);
     } else if (k->step == AVL_CONNECT) {
         k->step = AVL_COMPLETE;
-        st = nd_connector_complete_connect(k->conn, &k->work.ov);
-        if (st == ND_SUCCESS)
+        st = ndc_connector_complete_connect(k->conn, &k->work.ov);
+        if (st == 0)
             release_held(q, false);
         else if (!link_started(k, st))
             qp_failed(q, st);
@@ -381,17 +381,17 @@ static int start_dial(struct vb_context *c, struct vb_qp *q, const struct sockad
 {
     struct av_hello h = { htonl(AV_HELLO_MAGIC), htonl(q->av.dest_qpn), htonl(q->qp.qp_num) };
     struct av_link *k = link_new(c, q, AVL_CONNECT, NULL);
-    nd_status st;
+    int st;
 
     if (!k)
         return ENOMEM;
-    st = nd_connector_bind(k->conn, (const struct sockaddr *)local, sizeof(*local));
-    if (st == ND_SUCCESS)
-        st = nd_connector_connect(k->conn, q->core, (const struct sockaddr *)peer, sizeof(*peer), q->av.ird,
+    st = ndc_connector_bind(k->conn, (const struct sockaddr *)local, sizeof(*local));
+    if (st == 0)
+        st = ndc_connector_connect(k->conn, q->core, (const struct sockaddr *)peer, sizeof(*peer), q->av.ird,
                                   q->av.ord, &h, sizeof(h), &k->work.ov);
     if (!link_started(k, st)) {
         link_free(k);
-        return nd_status_errno(st);
+        return nd_errno_of(st);
     }
     q->av.link = k;
     return 0;
@@ -445,7 +445,7 @@ int vb_av_rtr(struct vb_qp *q, const struct ibv_qp_attr *attr, int mask)
         if (err && err != ENOMEM) {
             /* Unreachable (refused, no route): RTR itself succeeds, as on a fabric; the
              * sends fail instead, the held ones now. */
-            qp_failed(q, ND_CONNECTION_REFUSED);
+            qp_failed(q, -ECONNREFUSED);
             err = 0;
         }
     } else if (q->av.parked) {
@@ -630,7 +630,7 @@ int vb_av_tick(struct vb_context *c)
             if (!q || !q->av.deadline_ns)
                 continue;
             if (q->av.deadline_ns <= now)
-                qp_failed(q, ND_IO_TIMEOUT);
+                qp_failed(q, -ETIMEDOUT);
             else if (q->av.deadline_ns < next)
                 next = q->av.deadline_ns;
         }
@@ -688,7 +688,7 @@ void vb_av_close(struct vb_context *c)
     for (uint32_t i = 0; i < c->av_nlisteners; i++) {
         struct av_listener *ls = c->av_listeners[i];
 
-        nd_listener_close(ls->l);   /* the requests still queued are refused */
+        ndc_listener_close(ls->l);   /* the requests still queued are refused */
         free(ls);
     }
     c->av_nlisteners = 0;

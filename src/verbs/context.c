@@ -26,7 +26,7 @@ static int query_device_ex(struct ibv_context *ctx, const struct ibv_query_devic
 VB_API struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
     struct vb_context *c;
-    nd_status st;
+    int st;
 
     if (device != &vb_device_get()->dev) {
         errno = ENODEV;
@@ -44,20 +44,20 @@ VB_API struct ibv_context *ibv_open_device(struct ibv_device *device)
     pthread_mutex_init(&c->pd_lock, NULL);
     pthread_mutex_init(&c->av_lock, NULL);
     st = nd_adapter_create(0, &c->adapter);
-    if (st == ND_SUCCESS)
-        st = nd_port_create(&c->port);
-    if (st != ND_SUCCESS || pipe2(c->async_pipe, O_CLOEXEC) < 0 ||
+    if (st == 0)
+        st = ndc_port_create(&c->port);
+    if (st != 0 || pipe2(c->async_pipe, O_CLOEXEC) < 0 ||
         fcntl(c->async_pipe[1], F_SETFL, O_NONBLOCK) < 0) {
-        int e = st != ND_SUCCESS ? nd_status_errno(st) : errno;
+        int e = st != 0 ? nd_errno_of(st) : errno;
 
         if (c->async_pipe[0] >= 0) {
             close(c->async_pipe[0]);
             close(c->async_pipe[1]);
         }
         if (c->port)
-            nd_port_close(c->port);
+            ndc_port_close(c->port);
         if (c->adapter)
-            nd_adapter_close(c->adapter);
+            ndc_adapter_close(c->adapter);
         pthread_mutex_destroy(&c->event_lock);
         pthread_mutex_destroy(&c->mw_lock);
         pthread_mutex_destroy(&c->pd_lock);
@@ -91,8 +91,8 @@ VB_API int ibv_close_device(struct ibv_context *ctx)
     pthread_mutex_destroy(&c->event_lock);
     pthread_mutex_destroy(&c->mw_lock);
     pthread_mutex_destroy(&c->pd_lock);
-    nd_port_close(c->port);
-    nd_adapter_close(c->adapter);
+    ndc_port_close(c->port);
+    ndc_adapter_close(c->adapter);
     close(c->async_pipe[0]);
     close(c->async_pipe[1]);
     pthread_mutex_destroy(&ctx->mutex);

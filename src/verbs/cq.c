@@ -61,13 +61,13 @@ VB_API struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
         errno = ENOMEM;
         return NULL;
     }
-    if (nd_status_errno(nd_port_create(&c->port))) {
+    if (nd_errno_of(ndc_port_create(&c->port))) {
         free(c);
         errno = ENOMEM;
         return NULL;
     }
     pthread_mutex_init(&c->lock, NULL);
-    c->ch.fd = nd_port_fd(c->port);
+    c->ch.fd = ndc_port_fd(c->port);
     c->ch.context = ctx;
     return &c->ch;
 }
@@ -88,7 +88,7 @@ VB_API int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
     /* Its CQs are gone: what is still queued is the requests they handed over. */
     while (nd_port_take(c->port, 0, &ov) == 0)
         free(vb_container_of(ov, struct vb_channel_notify, ov));
-    nd_port_close(c->port);
+    ndc_port_close(c->port);
     pthread_mutex_destroy(&c->lock);
     free(c);
     return 0;
@@ -111,7 +111,7 @@ static struct vb_cq *event_of(struct vb_channel *ch, nd_overlapped *ov)
     pthread_mutex_lock(&owner->cq.mutex);
     owner->armed = false;
     /* A request that did not succeed (cancelled by the destroy) is no event. */
-    cq = nd_status_errno(__atomic_load_n(&ov->status, __ATOMIC_ACQUIRE)) || owner->dying ? NULL : owner;
+    cq = nd_errno_of(nd_ov_result(ov)) || owner->dying ? NULL : owner;
     if (cq)
         cq->events_delivered++;     /* ibv_destroy_cq waits for its acknowledgement */
     pthread_mutex_unlock(&owner->cq.mutex);
@@ -175,7 +175,7 @@ VB_API void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 }
 
 /* The event thread's view of a channel-less CQ's notify request: there is no one to tell. */
-static void notify_done(struct vb_work *w, nd_status st)
+static void notify_done(struct vb_work *w, int st)
 {
     struct vb_cq *cq = vb_container_of(w, struct vb_cq, notify);
 
@@ -191,7 +191,7 @@ VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
 {
     struct vb_context *c;
     struct vb_cq *q;
-    nd_status st;
+    int st;
 
     if (!ctx || cqe < 1 || (uint32_t)cqe > nd_caps.max_cqe || comp_vector < 0 ||
         comp_vector >= ctx->num_comp_vectors || (channel && channel->context != ctx)) {
@@ -208,12 +208,12 @@ VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
         errno = ENOMEM;
         return NULL;
     }
-    st = nd_adapter_create_completion_queue(c->adapter, channel ? to_vb_channel(channel)->port : c->port,
+    st = ndc_adapter_create_completion_queue(c->adapter, channel ? to_vb_channel(channel)->port : c->port,
                                             (uint32_t)cqe, 0, 0, &q->core);
-    if (st != ND_SUCCESS) {
+    if (st != 0) {
         free(q->cnotify);
         free(q);
-        errno = nd_status_errno(st);
+        errno = nd_errno_of(st);
         return NULL;
     }
     q->cq.context = ctx;
@@ -238,13 +238,13 @@ VB_API struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_c
 VB_API int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
     struct vb_cq *q = to_vb_cq(cq);
-    nd_status st;
+    int st;
 
     if (!cq || cqe < 1 || (uint32_t)cqe > nd_caps.max_cqe)
         return EINVAL;
-    st = nd_cq_resize(q->core, (uint32_t)cqe);
-    if (st != ND_SUCCESS)
-        return nd_status_errno(st);
+    st = ndc_cq_resize(q->core, (uint32_t)cqe);
+    if (st != 0)
+        return nd_errno_of(st);
     cq->cqe = cqe;
     return 0;
 }
@@ -255,7 +255,7 @@ VB_API int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 VB_API int ibv_destroy_cq(struct ibv_cq *cq)
 {
     struct vb_cq *q = to_vb_cq(cq);
-    nd_status st;
+    int st;
 
     if (!cq)
         return EINVAL;
@@ -269,17 +269,17 @@ VB_API int ibv_destroy_cq(struct ibv_cq *cq)
     pthread_mutex_unlock(&cq->mutex);
     if (cq->channel)
         channel_unlist(to_vb_channel(cq->channel), q);    /* no waiter looks at it now */
-    nd_cq_cancel_overlapped_requests(q->core);
+    ndc_cq_cancel_overlapped_requests(q->core);
     if (!cq->channel) {
         pthread_mutex_lock(&cq->mutex);
         while (q->armed)
             pthread_cond_wait(&cq->cond, &cq->mutex);
         pthread_mutex_unlock(&cq->mutex);
     }
-    st = nd_cq_close(q->core);
-    if (st != ND_SUCCESS) {
+    st = ndc_cq_close(q->core);
+    if (st != 0) {
         q->dying = false;
-        return nd_status_errno(st);        /* a QP still uses it (EBUSY) */
+        return nd_errno_of(st);        /* a QP still uses it (EBUSY) */
     }
     if (cq->channel)
         channel_release(to_vb_channel(cq->channel), q);
@@ -355,7 +355,7 @@ int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
     struct vb_cq *q = to_vb_cq(cq);
     uint32_t type = solicited_only ? ND_CQ_NOTIFY_SOLICITED : ND_CQ_NOTIFY_ANY;
-    nd_status st;
+    int st;
     int err;
 
     pthread_mutex_lock(&cq->mutex);
@@ -378,9 +378,9 @@ int vb_req_notify_cq(struct ibv_cq *cq, int solicited_only)
     memset(&q->notify, 0, sizeof(q->notify));
     q->notify.done = notify_done;
     q->armed = true;
-    st = nd_cq_notify(q->core, type, &q->notify.ov);
-    if (st != ND_PENDING)
+    st = ndc_cq_notify(q->core, type, &q->notify.ov);
+    if (st != -EINPROGRESS)
         q->armed = false;
     pthread_mutex_unlock(&cq->mutex);
-    return st == ND_PENDING ? 0 : nd_status_errno(st);
+    return st == -EINPROGRESS ? 0 : nd_errno_of(st);
 }

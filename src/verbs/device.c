@@ -247,9 +247,9 @@ VB_API const char *ndv_env(enum nd_knob knob)
     return nd_env(knob);
 }
 
-VB_API int ndv_status_errno(nd_status st)
+VB_API int ndv_status_errno(int st)
 {
-    return nd_status_errno(st);
+    return nd_errno_of(st);
 }
 
 VB_API int ndv_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name)

@@ -23,11 +23,11 @@ static void *event_main(void *arg)
     for (;;) {
         nd_overlapped *ov = NULL;
         int (*tick)(struct vb_context *) = __atomic_load_n(&c->event_tick, __ATOMIC_ACQUIRE);
-        nd_status st = nd_port_wait(c->port, tick ? tick(c) : -1, &ov);
+        int st = ndc_port_wait(c->port, tick ? tick(c) : -1, &ov);
 
-        if (st == ND_TIMEOUT)
+        if (st == -ETIME)
             continue;
-        if (st != ND_SUCCESS || ov == &c->stop_ov)
+        if (st != 0 || ov == &c->stop_ov)
             break;
         if (ov == &c->kick_ov) {
             __atomic_store_n(&c->kick_queued, false, __ATOMIC_RELEASE);
@@ -35,7 +35,7 @@ static void *event_main(void *arg)
         }
         struct vb_work *w = vb_container_of(ov, struct vb_work, ov);
 
-        w->done(w, nd_get_overlapped_result(ov, 0));
+        w->done(w, ndc_get_overlapped_result(ov, 0));
     }
     return NULL;
 }
@@ -57,7 +57,7 @@ int vb_event_thread_start(struct vb_context *c)
 void vb_event_thread_kick(struct vb_context *c)
 {
     if (!__atomic_exchange_n(&c->kick_queued, true, __ATOMIC_ACQ_REL))
-        nd_port_post(c->port, &c->kick_ov, ND_SUCCESS, 0);
+        ndc_port_post(c->port, &c->kick_ov, 0, 0);
 }
 
 /* At ibv_close_device: every CQ is gone, so nothing else is queued on the port. */
@@ -65,7 +65,7 @@ void vb_event_thread_stop(struct vb_context *c)
 {
     if (!c->event_started)
         return;
-    nd_port_post(c->port, &c->stop_ov, ND_SUCCESS, 0);
+    ndc_port_post(c->port, &c->stop_ov, 0, 0);
     pthread_join(c->event_thread, NULL);
     c->event_started = false;
 }

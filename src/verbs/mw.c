@@ -19,7 +19,7 @@ struct ibv_mw *vb_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
     struct vb_context *c;
     struct vb_mw *w;
-    nd_status st;
+    int st;
 
     if (!pd || (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)) {
         errno = EINVAL;
@@ -31,17 +31,17 @@ struct ibv_mw *vb_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
         errno = ENOMEM;
         return NULL;
     }
-    st = nd_adapter_create_memory_window(c->adapter, &w->core);
-    if (st != ND_SUCCESS) {
+    st = ndc_adapter_create_memory_window(c->adapter, &w->core);
+    if (st != 0) {
         free(w);
-        errno = nd_status_errno(st);
+        errno = nd_errno_of(st);
         return NULL;
     }
     nd_mw_set_pd(w->core, vb_pd_id(pd));
     w->mw.context = pd->context;
     w->mw.pd = pd;
     w->mw.type = type;
-    w->mw.rkey = nd_mw_get_remote_token(w->core);
+    w->mw.rkey = ndc_mw_get_remote_token(w->core);
     w->slot = w->mw.rkey >> 8;
     pthread_mutex_lock(&c->mw_lock);
     w->next = c->windows;
@@ -54,21 +54,21 @@ int vb_dealloc_mw(struct ibv_mw *mw)
 {
     struct vb_mw *w = to_vb_mw(mw), **p;
     struct vb_context *c;
-    nd_status st;
+    int st;
 
     if (!mw)
         return EINVAL;
     c = vb_ctx(mw->context);
     pthread_mutex_lock(&c->mw_lock);
-    st = nd_mw_close(w->core);          /* a bound window stops admitting peers at once */
-    if (st == ND_SUCCESS) {
+    st = ndc_mw_close(w->core);          /* a bound window stops admitting peers at once */
+    if (st == 0) {
         for (p = &c->windows; *p != w; p = &(*p)->next)
             ;
         *p = w->next;
     }
     pthread_mutex_unlock(&c->mw_lock);
-    if (st != ND_SUCCESS)
-        return nd_status_errno(st);
+    if (st != 0)
+        return nd_errno_of(st);
     free(w);
     return 0;
 }

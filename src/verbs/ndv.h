@@ -9,7 +9,7 @@
 
 #include <infiniband/verbs.h>
 #include <pthread.h>
-#include <netdirect/netdirect.h>
+#include "core/core.h"
 
 #include "core/env.h"
 
@@ -35,7 +35,7 @@ bool ndv_qp_receives_pending(struct ibv_qp *qp);
 /* A library thread (the core's nd_thread_start): every signal blocked, named @name. */
 int ndv_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name);
 /* The core's one status-to-errno table (nd_status_errno). */
-int ndv_status_errno(nd_status st);
+int ndv_status_errno(int st);
 /* A knob of the one table (core/env.c), as nd_env reads it for libibverbs' core. */
 const char *ndv_env(enum nd_knob knob);
 

@@ -94,7 +94,7 @@ static inline bool wc_of(const struct nd_wc *c, struct ibv_wc *w)
     /* One assignment: the fields not named are zeroed with the stores, with no call. */
     *w = (struct ibv_wc){
         .wr_id = (uint64_t)(uintptr_t)c->request_context,
-        .status = ND_LIKELY(c->status == ND_SUCCESS) ? IBV_WC_SUCCESS : wc_failure(c),
+        .status = ND_LIKELY(c->status == 0) ? IBV_WC_SUCCESS : wc_failure(c),
         .opcode = wc_opcode(c->type),
         .byte_len = c->bytes,
         .qp_num = ND_LIKELY(qp != NULL) ? qp->qp.qp_num : 0,

@@ -98,9 +98,8 @@ VB_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len
 {
     struct vb_context *c;
     struct vb_mr *m;
-    nd_overlapped ov = { 0 };
     int64_t rights = nd_rights(access);
-    nd_status st;
+    int st;
 
     if (!pd || rights < 0) {
         errno = EINVAL;
@@ -117,24 +116,24 @@ VB_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len
         errno = ENOMEM;
         return NULL;
     }
-    st = nd_adapter_create_memory_region(c->adapter, c->port, &m->core);
-    if (st == ND_SUCCESS) {
+    st = ndc_adapter_create_memory_region(c->adapter, c->port, &m->core);
+    if (st == 0) {
         nd_mr_set_pd(m->core, vb_pd_id(pd));
-        st = nd_mr_register(m->core, addr, length, (uint32_t)rights, &ov);
+        st = ndc_mr_register(m->core, addr, length, (uint32_t)rights);
     }
-    if (st != ND_SUCCESS) {
+    if (st != 0) {
         if (m->core)
-            nd_mr_close(m->core);
+            ndc_mr_close(m->core);
         free(m);
-        errno = nd_status_errno(st);
+        errno = nd_errno_of(st);
         return NULL;
     }
     m->mr.context = pd->context;
     m->mr.pd = pd;
     m->mr.addr = addr;
     m->mr.length = length;
-    m->mr.lkey = nd_mr_get_local_token(m->core);
-    m->mr.rkey = nd_mr_get_remote_token(m->core);
+    m->mr.lkey = ndc_mr_get_local_token(m->core);
+    m->mr.rkey = ndc_mr_get_remote_token(m->core);
     m->mw_bind = access & IBV_ACCESS_MW_BIND;
     return &m->mr;
 }
@@ -154,13 +153,13 @@ VB_API struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t leng
 VB_API int ibv_dereg_mr(struct ibv_mr *mr)
 {
     struct vb_mr *m = to_vb_mr(mr);
-    nd_status st;
+    int st;
 
     if (!mr)
         return EINVAL;
-    st = nd_mr_close(m->core);
-    if (st != ND_SUCCESS)
-        return nd_status_errno(st);
+    st = ndc_mr_close(m->core);
+    if (st != 0)
+        return nd_errno_of(st);
     free(m);
     return 0;
 }

@@ -73,7 +73,7 @@ int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
         const nd_sge *sge = (const nd_sge *)wr->sg_list;
         uint32_t n = wr->num_sge < 0 ? UINT32_MAX : (uint32_t)wr->num_sge;
         void *ctx = (void *)(uintptr_t)wr->wr_id;
-        nd_status st;
+        int st;
 
         if (flags < 0 || wr->num_sge < 0) {
             *bad = wr;
@@ -81,7 +81,7 @@ int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
         }
         switch (wr->opcode) {
         case IBV_WR_SEND:
-            st = nd_qp_send(q->core, ctx, sge, n, (uint32_t)flags);
+            st = ndc_qp_send(q->core, ctx, sge, n, (uint32_t)flags);
             break;
         case IBV_WR_SEND_WITH_IMM:
             st = nd_qp_send_imm(q->core, ctx, sge, n, (uint32_t)flags, wr->imm_data);
@@ -91,7 +91,7 @@ int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
             break;
         case IBV_WR_RDMA_WRITE:
             /* Solicited means something only where a receive completes. */
-            st = nd_qp_write(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey,
+            st = ndc_qp_write(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey,
                              (uint32_t)flags & ~ND_OP_FLAG_SEND_AND_SOLICIT_EVENT);
             break;
         case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -99,7 +99,7 @@ int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
                                  wr->imm_data);
             break;
         case IBV_WR_RDMA_READ:
-            st = nd_qp_read(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey,
+            st = ndc_qp_read(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey,
                             (uint32_t)flags & ~ND_OP_FLAG_SEND_AND_SOLICIT_EVENT);
             break;
         case IBV_WR_BIND_MW:
@@ -117,7 +117,7 @@ int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
             *bad = wr;
             return EINVAL;          /* atomics, UD, TSO: not carried */
         }
-        if (st != ND_SUCCESS) {
+        if (st != 0) {
             *bad = wr;
             return vb_post_errno(st);
         }
@@ -130,14 +130,14 @@ int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr *
     struct vb_qp *q = to_vb_qp(qp);
 
     for (; wr; wr = wr->next) {
-        nd_status st;
+        int st;
 
         if (wr->num_sge < 0) {
             *bad = wr;
             return EINVAL;
         }
-        st = nd_qp_receive(q->core, (void *)(uintptr_t)wr->wr_id, (const nd_sge *)wr->sg_list, (uint32_t)wr->num_sge);
-        if (st != ND_SUCCESS) {
+        st = ndc_qp_receive(q->core, (void *)(uintptr_t)wr->wr_id, (const nd_sge *)wr->sg_list, (uint32_t)wr->num_sge);
+        if (st != 0) {
             *bad = wr;
             return vb_post_errno(st);
         }
@@ -188,7 +188,7 @@ int vb_bind_check(const struct vb_mw *w, const struct ibv_mw_bind_info *b)
         return EINVAL;
     return nd_mw_bind_check(m->core, (const void *)(uintptr_t)b->addr, (size_t)b->length,
                             (f & ND_OP_FLAG_ALLOW_READ ? ND_ACCESS_REMOTE_READ : 0) |
-                                (f & ND_OP_FLAG_ALLOW_WRITE ? ND_ACCESS_REMOTE_WRITE : 0)) == ND_SUCCESS
+                                (f & ND_OP_FLAG_ALLOW_WRITE ? ND_ACCESS_REMOTE_WRITE : 0)) == 0
                ? 0
                : EINVAL;
 }
@@ -198,15 +198,15 @@ static int post_bind(nd_qp *qp, struct vb_mw *w, const struct ibv_mw_bind_info *
 {
     struct vb_mr *m = to_vb_mr(b->mr);
     int64_t f = bind_flags(b->mw_access_flags, flags);
-    nd_status st;
+    int st;
 
     if (!m || f < 0 || !m->mw_bind || m->mr.pd != w->mw.pd)
         return EINVAL;
     st = nd_qp_bind_keyed(qp, (void *)(uintptr_t)wr_id, m->core, w->core, (const void *)(uintptr_t)b->addr,
                           (size_t)b->length, (uint32_t)f, ND_KEY_GIVEN | key, replace);
-    if (st == ND_ACCESS_VIOLATION)
+    if (st == -EFAULT)
         return EINVAL;              /* outside the region, or rights the region cannot give */
-    return nd_status_errno(st);
+    return nd_errno_of(st);
 }
 
 /* A type 1 bind with its key chosen (vb_bind_mw), now or when a held QP's connection is up. */
@@ -246,15 +246,15 @@ int vb_post_bind(struct ibv_qp *qp, const struct ibv_send_wr *wr, uint32_t flags
 int vb_post_local_inv(struct vb_context *c, nd_qp *qp, const struct ibv_send_wr *wr, uint32_t flags)
 {
     struct vb_mw *w;
-    nd_status st = ND_INVALID_PARAMETER;
+    int st = -EINVAL;
 
     pthread_mutex_lock(&c->mw_lock);
     for (w = c->windows; w && w->slot != wr->invalidate_rkey >> 8; w = w->next)
         ;
     if (w && w->mw.type == IBV_MW_TYPE_2)
-        st = nd_qp_invalidate(qp, (void *)(uintptr_t)wr->wr_id, w->core, flags & VB_LOCAL_OP_FLAGS);
+        st = ndc_qp_invalidate(qp, (void *)(uintptr_t)wr->wr_id, w->core, flags & VB_LOCAL_OP_FLAGS);
     pthread_mutex_unlock(&c->mw_lock);
-    if (st == ND_SUCCESS)
+    if (st == 0)
         return 0;
-    return nd_status_errno(st);
+    return nd_errno_of(st);
 }

@@ -24,11 +24,11 @@ static inline int64_t vb_send_flags_of(const struct vb_qp *q, unsigned f)
            (q->sig_all ? 0 : silent);
 }
 
-static inline int vb_post_errno(nd_status st)
+static inline int vb_post_errno(int st)
 {
-    /* ND_NOT_SUPPORTED: immediate data towards a peer that cannot take it (siw), which
+    /* -EOPNOTSUPP: immediate data towards a peer that cannot take it (siw), which
      * siw's own provider refuses with EINVAL too. */
-    return st == ND_NOT_SUPPORTED ? EINVAL : nd_status_errno(st);
+    return st == -EOPNOTSUPP ? EINVAL : nd_errno_of(st);
 }
 
 #endif

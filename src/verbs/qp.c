@@ -34,7 +34,7 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
     struct vb_qp *q;
     struct vb_context *c;
     struct ibv_qp_cap cap;
-    nd_status st;
+    int st;
 
     if (!pd || !attr || !attr->send_cq || !attr->recv_cq) {
         errno = EINVAL;
@@ -80,7 +80,7 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
                       attr->srq ? vb_srq_core(attr->srq) : NULL, &q->qp, &sz, ND_QPS_RESET, &q->core);
     if (st) {
         free(q);
-        errno = nd_status_errno(st);
+        errno = nd_errno_of(st);
         return NULL;
     }
     nd_qp_set_pd(q->core, vb_pd_id(pd));
@@ -115,7 +115,7 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
 VB_API int ibv_destroy_qp(struct ibv_qp *qp)
 {
     struct vb_qp *q = to_vb_qp(qp);
-    nd_status st;
+    int st;
 
     if (!qp)
         return EINVAL;
@@ -124,9 +124,9 @@ VB_API int ibv_destroy_qp(struct ibv_qp *qp)
     pthread_mutex_lock(&qp->mutex);
     q->closing = true;
     pthread_mutex_unlock(&qp->mutex);
-    st = nd_qp_close(q->core);
-    if (st != ND_SUCCESS)
-        return nd_status_errno(st);
+    st = ndc_qp_close(q->core);
+    if (st != 0)
+        return nd_errno_of(st);
     /* The CQs' references join any the CM holds (ndv_qp_find) before the QP is dead: a
      * release that finds the count at 0 then knows it is the last. */
     __atomic_add_fetch(&q->grave_refs, qp->send_cq == qp->recv_cq ? 1 : 2, __ATOMIC_ACQ_REL);
@@ -234,12 +234,12 @@ int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
         return vb_av_post_send(q, wr, bad);
     if (ND_LIKELY(wr && !wr->next && wr->opcode == IBV_WR_SEND && wr->num_sge >= 0)) {
         int64_t flags = vb_send_flags_of(q, wr->send_flags);
-        nd_status st;
+        int st;
 
         if (ND_LIKELY(flags >= 0)) {
-            st = nd_qp_send(q->core, (void *)(uintptr_t)wr->wr_id, (const nd_sge *)wr->sg_list,
+            st = ndc_qp_send(q->core, (void *)(uintptr_t)wr->wr_id, (const nd_sge *)wr->sg_list,
                             (uint32_t)wr->num_sge, (uint32_t)flags);
-            if (ND_LIKELY(st == ND_SUCCESS))
+            if (ND_LIKELY(st == 0))
                 return 0;
             *bad = wr;
             return vb_post_errno(st);

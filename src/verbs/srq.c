@@ -30,17 +30,17 @@ static struct vb_srq *to_vb_srq(struct ibv_srq *srq)
     return vb_container_of(srq, struct vb_srq, srq);
 }
 
-/* The core's notify completed (the event thread, or at once when armed): @st ND_SUCCESS is
- * the limit reached, ND_CANCELED the SRQ's destruction. A limit disarmed meanwhile is not
+/* The core's notify completed (the event thread, or at once when armed): @st 0 is
+ * the limit reached, -ECANCELED the SRQ's destruction. A limit disarmed meanwhile is not
  * reported. */
-static void limit_fired(struct vb_srq *s, nd_status st)
+static void limit_fired(struct vb_srq *s, int st)
 {
     struct ibv_async_event ev = { .element.srq = &s->srq, .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
     bool deliver;
 
     pthread_mutex_lock(&s->srq.mutex);
     s->notify_pending = false;
-    deliver = st == ND_SUCCESS && s->limit;
+    deliver = st == 0 && s->limit;
     if (deliver) {
         s->limit = 0;
         s->events_reported++;
@@ -51,7 +51,7 @@ static void limit_fired(struct vb_srq *s, nd_status st)
         vb_async_push(vb_ctx(s->srq.context), &ev);
 }
 
-static void limit_done(struct vb_work *w, nd_status st)
+static void limit_done(struct vb_work *w, int st)
 {
     limit_fired(vb_container_of(w, struct vb_srq, limit_work), st);
 }
@@ -60,11 +60,11 @@ static void limit_done(struct vb_work *w, nd_status st)
  * Returns whether it fired at once (fewer posted already); 0 or an errno in @err. */
 static bool arm_limit(struct vb_srq *s, uint32_t limit, int *err)
 {
-    nd_status st = nd_srq_modify(s->core, 0, limit);
+    int st = ndc_srq_modify(s->core, 0, limit);
 
     *err = 0;
-    if (st != ND_SUCCESS) {
-        *err = nd_status_errno(st);
+    if (st != 0) {
+        *err = nd_errno_of(st);
         return false;
     }
     s->limit = limit;
@@ -75,11 +75,11 @@ static bool arm_limit(struct vb_srq *s, uint32_t limit, int *err)
         return false;
     memset(&s->limit_work, 0, sizeof(s->limit_work));
     s->limit_work.done = limit_done;
-    st = nd_srq_notify(s->core, &s->limit_work.ov);
-    s->notify_pending = st == ND_PENDING;
-    if (st != ND_PENDING && st != ND_SUCCESS)
-        *err = nd_status_errno(st);
-    return st == ND_SUCCESS;
+    st = ndc_srq_notify(s->core, &s->limit_work.ov);
+    s->notify_pending = st == -EINPROGRESS;
+    if (st != -EINPROGRESS && st != 0)
+        *err = nd_errno_of(st);
+    return st == 0;
 }
 
 nd_srq *vb_srq_core(struct ibv_srq *srq)
@@ -92,7 +92,7 @@ VB_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_att
     struct vb_context *c;
     struct vb_srq *s;
     uint32_t sge;
-    nd_status st;
+    int st;
 
     if (!pd || !attr || !attr->attr.max_wr || attr->attr.max_wr > nd_caps.max_srq_wr ||
         attr->attr.max_sge > nd_caps.max_recv_sge) {
@@ -106,10 +106,10 @@ VB_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_att
         return NULL;
     }
     sge = attr->attr.max_sge ? attr->attr.max_sge : 1;
-    st = nd_adapter_create_shared_receive_queue(c->adapter, c->port, attr->attr.max_wr, sge, 0, 0, 0, &s->core);
-    if (st != ND_SUCCESS) {
+    st = ndc_adapter_create_shared_receive_queue(c->adapter, c->port, attr->attr.max_wr, sge, 0, 0, 0, &s->core);
+    if (st != 0) {
         free(s);
-        errno = nd_status_errno(st);
+        errno = nd_errno_of(st);
         return NULL;
     }
     nd_srq_set_pd(s->core, vb_pd_id(pd));
@@ -127,7 +127,7 @@ VB_API struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_att
 VB_API int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
     struct vb_srq *s = to_vb_srq(srq);
-    nd_status st;
+    int st;
 
     if (!srq || !attr || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
         return EINVAL;
@@ -136,9 +136,9 @@ VB_API int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int ma
     if (mask & IBV_SRQ_MAX_WR) {
         if (!attr->max_wr || attr->max_wr > nd_caps.max_srq_wr)
             return EINVAL;
-        st = nd_srq_modify(s->core, attr->max_wr, 0);
-        if (st != ND_SUCCESS)
-            return nd_status_errno(st);
+        st = ndc_srq_modify(s->core, attr->max_wr, 0);
+        if (st != 0)
+            return nd_errno_of(st);
         s->max_wr = attr->max_wr;
     }
     if (mask & IBV_SRQ_LIMIT) {
@@ -152,7 +152,7 @@ VB_API int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int ma
             s->limit = 0;           /* a pending notify is then dropped when it fires */
         pthread_mutex_unlock(&srq->mutex);
         if (fired)
-            limit_fired(s, ND_SUCCESS);
+            limit_fired(s, 0);
         return err;
     }
     return 0;
@@ -175,7 +175,7 @@ VB_API int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 VB_API int ibv_destroy_srq(struct ibv_srq *srq)
 {
     struct vb_srq *s = to_vb_srq(srq);
-    nd_status st;
+    int st;
 
     if (!srq)
         return EINVAL;
@@ -183,9 +183,9 @@ VB_API int ibv_destroy_srq(struct ibv_srq *srq)
     while (srq->events_completed != s->events_reported)
         pthread_cond_wait(&srq->cond, &srq->mutex);
     pthread_mutex_unlock(&srq->mutex);
-    st = nd_srq_close(s->core);
-    if (st != ND_SUCCESS)
-        return nd_status_errno(st);
+    st = ndc_srq_close(s->core);
+    if (st != 0)
+        return nd_errno_of(st);
     /* The close cancelled a pending notify: the event thread still has to take it. */
     pthread_mutex_lock(&srq->mutex);
     while (s->notify_pending)
@@ -202,17 +202,17 @@ int vb_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_rec
     struct vb_srq *s = to_vb_srq(srq);
 
     for (; wr; wr = wr->next) {
-        nd_status st;
+        int st;
 
         if (wr->num_sge < 0) {
             *bad = wr;
             return EINVAL;
         }
-        st = nd_srq_receive(s->core, (void *)(uintptr_t)wr->wr_id, (const nd_sge *)wr->sg_list,
+        st = ndc_srq_receive(s->core, (void *)(uintptr_t)wr->wr_id, (const nd_sge *)wr->sg_list,
                             (uint32_t)wr->num_sge);
-        if (st != ND_SUCCESS) {
+        if (st != 0) {
             *bad = wr;
-            return nd_status_errno(st);
+            return nd_errno_of(st);
         }
     }
     return 0;

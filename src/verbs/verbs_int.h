@@ -42,7 +42,7 @@ struct vb_device {
  */
 struct vb_work {
     nd_overlapped ov;               /* first: what the core completes */
-    void (*done)(struct vb_work *w, nd_status st);
+    void (*done)(struct vb_work *w, int st);
 };
 
 struct vb_context {

@@ -6,6 +6,7 @@
  * returns at most what the ring holds, only results its owner validated, and never
  * reads or writes outside the ring.
  */
+#include <netdirect/netdirect.h>
 #include "core/cq_int.h"
 
 #include <arpa/inet.h>

@@ -8,6 +8,7 @@
  * Whatever arrives: no crash (ASan checks every access), nothing written outside the
  * registered region (the guards stay intact), completions drained.
  */
+#include <netdirect/netdirect.h>
 #include "core/qp_int.h"
 #include "transports/iwarp/iwarp.h"
 #include "fuzz_input.h"
@@ -126,7 +127,7 @@ static struct nd_qp *connect_qp(int sock, bool crc)
     if (!c || nd_adapter_create_queue_pair(adapter, cq, cq, NULL, 4, 4, 2, 2, 64, &qp) != ND_SUCCESS)
         abort();
     nd_lock_acquire(&qp->lock);
-    if (iw_conn_init(c, qp, &iw_pumps) != ND_SUCCESS)
+    if (iw_conn_init(c, qp, &iw_pumps) != 0)
         abort();
     c->sock = sock;
     c->crc = crc;

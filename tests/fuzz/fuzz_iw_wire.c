@@ -6,6 +6,7 @@
  * input, lengths that agree with the buffer, and every header that parses re-encodes to
  * the bytes it came from.
  */
+#include <netdirect/netdirect.h>
 #include "transports/iwarp/wire.h"
 
 #include <stdlib.h>

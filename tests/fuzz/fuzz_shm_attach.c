@@ -9,6 +9,7 @@
  * bytes, and whose descriptor names (numbers, inodes) the input may corrupt. Whatever it
  * is: no crash, no descriptor leaked, and an attached queue pair closes cleanly.
  */
+#include <netdirect/netdirect.h>
 #include "core/core.h"
 #include "core/qp_int.h"
 #include "core/srq_int.h"

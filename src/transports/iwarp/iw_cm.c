@@ -35,7 +35,7 @@ static void tune(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     /* A peer that stops acknowledging (gone, or a zero window it never opens) ends the
      * connection after this long: the kernel reports ETIMEDOUT, the QP's oldest request
-     * completes ND_IO_TIMEOUT and the rest flush. */
+     * completes -ETIMEDOUT and the rest flush. */
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
 }
 
@@ -141,18 +141,18 @@ static bool offer_extensions(void)
     return strcmp(nd_env(ND_KNOB_IW_EXT), "0") != 0;
 }
 
-static nd_status send_frame(int sock, const struct mpa_frame *f)
+static int send_frame(int sock, const struct mpa_frame *f)
 {
     uint8_t buf[MPA_FRAME_HDR + MPA_MAX_PD_TX];
     size_t n = mpa_encode(buf, sizeof(buf), f);
     ssize_t w;
 
     if (!n)
-        return ND_INVALID_BUFFER_SIZE;
+        return -ERANGE;
     do
         w = send(sock, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     while (w < 0 && errno == EINTR);
-    return w == (ssize_t)n ? ND_SUCCESS : ND_CONNECTION_ABORTED;
+    return w == (ssize_t)n ? 0 : -ECONNABORTED;
 }
 
 /* The Reply's RFC 6581 words: our limits, P2P echoed with one RTR type chosen. */
@@ -168,7 +168,7 @@ static void reply_block(const struct nd_cm_msg *m, struct mpa_frame *f)
     }
 }
 
-nd_status iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
+int iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
 {
     struct mpa_frame f = { .rev = 2, .enhanced = true, .app = m->pdata, .app_len = (uint16_t)m->pdata_len };
     uint32_t o = m->xport_opts;
@@ -182,7 +182,7 @@ nd_status iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
     case ND_CM_REP:
     case ND_CM_REJ:
         if (m->type == ND_CM_REJ && m->from_active)
-            return ND_SUCCESS;      /* MPA has no initiator reject: closing the socket says it */
+            return 0;      /* MPA has no initiator reject: closing the socket says it */
         f.reply = true;
         f.rev = o & IW_OPT_REV1 ? 1 : 2;
         f.enhanced = f.rev == 2 && (o & IW_OPT_ENHANCED);
@@ -196,7 +196,7 @@ nd_status iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
             f.flags |= MPA_FLAG_ND_AGREE;
         return send_frame(sock, &f);
     default:
-        return ND_SUCCESS;          /* RTU is the RTR frame iw_attach sends; DISC is the FIN */
+        return 0;          /* RTU is the RTR frame iw_attach sends; DISC is the FIN */
     }
 }
 
@@ -250,7 +250,7 @@ static bool reply_acceptable(const struct mpa_frame *f)
     return true;
 }
 
-static nd_status recv_frame(int sock, struct nd_cm_msg *m, bool reply)
+static int recv_frame(int sock, struct nd_cm_msg *m, bool reply)
 {
     uint8_t buf[MPA_FRAME_HDR + MPA_MAX_PD_RX];
     struct mpa_frame f;
@@ -258,20 +258,20 @@ static nd_status recv_frame(int sock, struct nd_cm_msg *m, bool reply)
     int len;
 
     if (n < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? ND_PENDING : ND_CONNECTION_ABORTED;
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EINPROGRESS : -ECONNABORTED;
     if (n == 0)
-        return ND_CONNECTION_ABORTED;
+        return -ECONNABORTED;
     len = mpa_parse(buf, (size_t)n, reply, &f);
     if (len == MPA_NEED_MORE)
-        return ND_PENDING;
+        return -EINPROGRESS;
     if (len < 0 || f.app_len > ND_CM_MAX_PDATA) {
         nd_log(ND_LOG_INFO, ND_SUB_IWARP, "bad MPA %s from peer", reply ? "reply" : "request");
-        return ND_CONNECTION_ABORTED;
+        return -ECONNABORTED;
     }
     if (recv(sock, buf, (size_t)len, MSG_DONTWAIT) != len)
-        return ND_CONNECTION_ABORTED;
+        return -ECONNABORTED;
     if (reply && !reply_acceptable(&f))
-        return ND_CONNECTION_ABORTED;
+        return -ECONNABORTED;
     nd_cm_msg_init(m, reply ? (f.flags & MPA_FLAG_REJECT ? ND_CM_REJ : ND_CM_REP) : ND_CM_REQ);
     /* Without the block (revision 1) the peer's limits are unknown: one Read each way. */
     m->ird = f.enhanced ? f.ird_word & MPA_V2_VALUE : 1;
@@ -284,10 +284,10 @@ static nd_status recv_frame(int sock, struct nd_cm_msg *m, bool reply)
 
         getpeername(sock, (struct sockaddr *)&m->src, &sl);
     }
-    return ND_SUCCESS;
+    return 0;
 }
 
-nd_status iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect)
+int iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect)
 {
     uint8_t b;
     ssize_t n;
@@ -296,18 +296,18 @@ nd_status iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect)
         return recv_frame(sock, m, expect == ND_CM_REP);
     n = recv(sock, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? ND_PENDING : ND_CONNECTION_ABORTED;
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EINPROGRESS : -ECONNABORTED;
     if (n == 0) {
         /* An orderly close before the first FPDU: the peer gave up (an initiator's Reject). */
         nd_cm_msg_init(m, ND_CM_REJ);
-        return ND_SUCCESS;
+        return 0;
     }
     if (expect != ND_CM_RTU)
-        return ND_PENDING;          /* data before we accepted: it waits in the socket */
+        return -EINPROGRESS;          /* data before we accepted: it waits in the socket */
     /* The first FPDU (the RTR frame from a netdirect peer, anything from others) is left
      * for the data path: its arrival is the RTU. */
     nd_cm_msg_init(m, ND_CM_RTU);
-    return ND_SUCCESS;
+    return 0;
 }
 
 bool iw_accept_waits_rtu(const struct nd_cm_msg *req)

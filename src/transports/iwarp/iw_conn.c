@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp, const struct iw_pumps *pumps)
+int iw_conn_init(struct iw_conn *c, struct nd_qp *qp, const struct iw_pumps *pumps)
 {
     uint32_t sges = qp->iq_sge ? qp->iq_sge : 1, rsge = qp->rq_sge ? qp->rq_sge : 1;
 
@@ -39,14 +39,14 @@ nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp, const struct iw_pump
     c->msg_sge = calloc(rsge, sizeof(*c->msg_sge));
     if (!c->txq || !c->txq_sges || !c->rxbuf || !c->irq || !c->rdq || !c->msg_sge || (qp->inline_size && !c->inline_buf)) {
         iw_conn_free(c);
-        return ND_NO_MEMORY;
+        return -ENOMEM;
     }
     for (uint32_t i = 0; i < qp->iq_entries; i++)
         c->txq[i].sge = c->txq_sges + (size_t)i * sges;
     c->irq_cap = IW_IRQ_CAP;
     nd_cq_local_producer(qp->rcq, qp->inbound_hdr, (struct nd_cqe *)(qp->region + qp->layout.ents), qp->rq_entries,
                          &c->rprod);
-    return ND_SUCCESS;
+    return 0;
 }
 
 void iw_conn_free(struct iw_conn *c)
@@ -80,12 +80,12 @@ void iw_complete_in_order(struct iw_conn *c)
         e->state = TXE_FREE;
         c->comp_next++;
         nd_qp_complete_initiator(c->base.qp, e->wr.index, e->status,
-                                 e->wr.type == ND_REQUEST_TYPE_READ && e->status == ND_SUCCESS ? (uint32_t)e->got : 0);
+                                 e->wr.type == ND_REQUEST_TYPE_READ && e->status == 0 ? (uint32_t)e->got : 0);
     }
     c->completing = false;
 }
 
-void iw_txe_done(struct iw_conn *c, struct iw_txe *e, nd_status st)
+void iw_txe_done(struct iw_conn *c, struct iw_txe *e, int st)
 {
     (void)c;
     e->state = TXE_DONE;
@@ -101,7 +101,7 @@ void iw_confirm(struct iw_conn *c, uint32_t upto)
         struct iw_txe *e = txe_at(c, c->ack_next);
 
         if (e->state == TXE_WAIT_ACK && e->wr.index == c->ack_next)
-            iw_txe_done(c, e, ND_SUCCESS);
+            iw_txe_done(c, e, 0);
     }
 }
 
@@ -203,7 +203,7 @@ void iw_send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t 
 }
 
 /* The connection is over: the QP enters the error state (which calls iw_shutdown). */
-void iw_conn_fail(struct iw_conn *c, nd_status why)
+void iw_conn_fail(struct iw_conn *c, int why)
 {
     c->dead = true;                 /* nothing more goes out, not even answers we owe */
     nd_qp_fail_locked(c->base.qp, why);
@@ -215,13 +215,13 @@ void iw_sock_failed(struct iw_conn *c, int err)
     nd_log(ND_LOG_INFO, ND_SUB_IWARP, "connection failed: %s", strerror(err));
     if (err == ETIMEDOUT && !c->got_term) {
         c->got_term = true;         /* a reason is known, though no Terminate brought it */
-        c->term_status = ND_IO_TIMEOUT;
+        c->term_status = -ETIMEDOUT;
         c->term_named = false;
     }
-    iw_conn_fail(c, err == ETIMEDOUT ? ND_IO_TIMEOUT : err == EFAULT ? ND_ACCESS_VIOLATION : ND_CANCELED);
+    iw_conn_fail(c, err == ETIMEDOUT ? -ETIMEDOUT : err == EFAULT ? -EFAULT : -ECANCELED);
 }
 
-enum hdr_verdict iw_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, nd_status local)
+enum hdr_verdict iw_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, int local)
 {
     nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "protocol error on opcode %u (tagged %d qn %u msn %u mo %u; expected msn %u/%u)",
            c->rh.opcode, c->rh.tagged, c->rh.qn, c->rh.msn, c->rh.mo, c->expect_msn_send, c->expect_msn_read);
@@ -235,7 +235,7 @@ void iw_local_protection(struct iw_conn *c, struct iw_txe *e)
     nd_log(ND_LOG_INFO, ND_SUB_IWARP, "request %u: its memory was deregistered while it ran", e->wr.index);
     iw_txe_done(c, e, ND_LOCAL_PROTECTION);
     iw_send_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_CATASTROPHIC, 0x00, NULL);
-    iw_conn_fail(c, ND_ACCESS_VIOLATION);
+    iw_conn_fail(c, -EFAULT);
 }
 
 /*
@@ -266,7 +266,7 @@ void iw_mem_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len)
         if (!copy) {
             /* Neither sent nor kept: the peer must not take a cut FPDU for data. */
             reset_connection(c);
-            iw_conn_fail(c, ND_NO_MEMORY);
+            iw_conn_fail(c, -ENOMEM);
             return;
         }
         for (uint32_t k = 1; k + 1 < f->niov; k++) {
@@ -285,20 +285,20 @@ void iw_mem_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len)
  * names a request fails that one: the peer handled everything before it in order, so the
  * Sends and Writes before it were placed. Without a name, the oldest unfinished request
  * carries the Terminate's reason. Everything else is flushed. */
-static nd_status final_status(struct iw_conn *c, uint32_t i, const struct iw_txe *e, bool *first)
+static int final_status(struct iw_conn *c, uint32_t i, const struct iw_txe *e, bool *first)
 {
     bool was_first = *first;
 
     *first = false;
     if (!c->got_term)
-        return ND_CANCELED;
+        return -ECANCELED;
     if (!c->term_named)
-        return was_first ? c->term_status : ND_CANCELED;
+        return was_first ? c->term_status : -ECANCELED;
     if (i == c->term_index)
         return c->term_status;
     if ((int32_t)(c->term_index - i) > 0 && e->state == TXE_WAIT_ACK)
-        return ND_SUCCESS;
-    return ND_CANCELED;
+        return 0;
+    return -ECANCELED;
 }
 
 /* A peer that sent part of an FPDU and then nothing for ND_IWARP_TIMEOUT_MS (a Send that
@@ -315,7 +315,7 @@ void iw_check_overdue(struct iw_conn *c)
     if (!c->dead && partial_overdue(c)) {
         nd_log(ND_LOG_INFO, ND_SUB_IWARP, "half an FPDU and then nothing for %llu ms: the peer stopped",
                (unsigned long long)(c->timeout_ns / 1000000));
-        iw_conn_fail(c, ND_IO_TIMEOUT);
+        iw_conn_fail(c, -ETIMEDOUT);
         return;
     }
     /* Read the clock under the lock: a Read sent after the caller's look is younger. */
@@ -326,13 +326,13 @@ void iw_check_overdue(struct iw_conn *c)
            (unsigned long long)(c->timeout_ns / 1000000));
     if (!c->got_term) {
         c->got_term = true;
-        c->term_status = ND_IO_TIMEOUT;
+        c->term_status = -ETIMEDOUT;
         c->term_named = false;
     }
-    iw_conn_fail(c, ND_IO_TIMEOUT);
+    iw_conn_fail(c, -ETIMEDOUT);
 }
 
-void iw_shutdown(struct nd_qp *qp, nd_status why)
+void iw_shutdown(struct nd_qp *qp, int why)
 {
     struct iw_conn *c = iw_conn_of(qp->conn);
     bool first = true;

@@ -674,7 +674,7 @@ __attribute__((destructor)) static void answer_owed_at_exit(void)
     pthread_mutex_unlock(&live_lock);
 }
 
-nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c)
+int iw_engine_add(struct nd_adapter *a, struct iw_conn *c)
 {
     struct iw_engine *e;
     struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET };
@@ -684,7 +684,7 @@ nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c)
      * writing it again here, without that lock, raced a destroy's iw_shutdown (TSan). */
     e = adapter_engine(a);
     if (!e)
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     pthread_mutex_lock(&e->lock);
     for (slot = 0; slot < e->cap && e->conns[slot]; slot++)
         ;
@@ -697,7 +697,7 @@ nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c)
             e->conns = nc;
         if (!ng) {
             pthread_mutex_unlock(&e->lock);
-            return ND_NO_MEMORY;
+            return -ENOMEM;
         }
         e->gen = ng;
         memset(e->conns + e->cap, 0, (cap - e->cap) * sizeof(*nc));
@@ -714,10 +714,10 @@ nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c)
         __atomic_sub_fetch(&e->count, 1, __ATOMIC_RELAXED);
         c->eng = NULL;
         pthread_mutex_unlock(&e->lock);
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     }
     pthread_mutex_unlock(&e->lock);
-    return ND_SUCCESS;
+    return 0;
 }
 
 void iw_engine_remove(struct iw_conn *c)

@@ -13,21 +13,21 @@
 #include <string.h>
 #include <sys/socket.h>
 
-nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
+int iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
                     bool active)
 {
     struct iw_conn *c = calloc(1, sizeof(*c));
-    nd_status st = ND_NO_MEMORY;
+    int st = -ENOMEM;
 
     if (!c)
         return st;
     nd_lock_acquire(&qp->lock);
     /* Closed meanwhile (nd_qp_close marks it under this lock): its CQs may be freed. From
      * here to the end a close waits for us (attaching). */
-    st = nd_qp_valid(qp) ? iw_conn_init(c, qp, &iw_pumps) : ND_CANCELED;
-    qp->attaching = st == ND_SUCCESS;
+    st = nd_qp_valid(qp) ? iw_conn_init(c, qp, &iw_pumps) : -ECANCELED;
+    qp->attaching = st == 0;
     nd_lock_release(&qp->lock);
-    if (st != ND_SUCCESS) {
+    if (st != 0) {
         free(c);
         return st;
     }
@@ -59,13 +59,13 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
         nd_lock_acquire(&qp->lock);
         qp->attaching = false;
         nd_lock_release(&qp->lock);
-        return ND_CANCELED;
+        return -ECANCELED;
     }
     st = iw_engine_add(qp->adapter, c);
-    if (st != ND_SUCCESS) {
+    if (st != 0) {
         nd_lock_acquire(&qp->lock);
         c->sock = -1;           /* still the connector's: it closes it */
-        nd_qp_fail_locked(qp, ND_CANCELED);
+        nd_qp_fail_locked(qp, -ECANCELED);
         qp->attaching = false;
         nd_lock_release(&qp->lock);
         return st;     /* the QP owns the connection now; its destroy frees it */
@@ -81,7 +81,7 @@ nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m,
     nd_lock_release(&qp->lock);
     nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "QP %p connected (%s, CRC %s, FPDU %u bytes, IRD %u ORD %u)", (void *)qp,
            active ? "active" : "passive", c->crc ? "on" : "off", c->fpdu_max, ird, ord);
-    return ND_SUCCESS;
+    return 0;
 }
 
 /* ---- the transport operations ---- */
@@ -94,7 +94,7 @@ void iw_post(struct nd_qp *qp, const struct nd_wr *wr)
     e->wr = *wr;
     e->framed = e->got = 0;
     e->state = TXE_QUEUED;
-    e->status = ND_SUCCESS;
+    e->status = 0;
     if ((wr->flags & ND_OP_FLAG_INLINE) && wr->type != ND_REQUEST_TYPE_READ) {
         /* The caller may reuse inline buffers as soon as we return. */
         uint8_t *buf = c->inline_buf + (size_t)(wr->index & (qp->iq_entries - 1)) * qp->inline_size;
@@ -113,7 +113,7 @@ void iw_post(struct nd_qp *qp, const struct nd_wr *wr)
     e->wr.sge = e->sge;
     c->posted = wr->index + 1;
     if (c->dead) {
-        iw_txe_done(c, e, ND_CANCELED);
+        iw_txe_done(c, e, -ECANCELED);
         iw_complete_in_order(c);
         return;
     }

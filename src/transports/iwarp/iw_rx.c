@@ -99,7 +99,7 @@ static bool rx_target_gone(struct iw_conn *c, uint32_t gen)
             c->msg_gen = gen;
             return false;
         }
-        iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_ACCESS_VIOLATION);
+        iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, -EFAULT);
         return true;
     }
 }
@@ -177,16 +177,16 @@ static enum hdr_verdict take_receive(struct iw_conn *c)
     /* An SRQ waits as long as it takes (ND §3.2); a QP's own queue has a bound. */
     if (c->base.qp->srq || nd_now_ns() - c->stalled_since < __atomic_load_n(&c->base.qp->rnr_wait_ns, __ATOMIC_RELAXED))
         return HDR_STALL;
-    return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_IO_TIMEOUT);
+    return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, -ETIMEDOUT);
 }
 
 /* A message on the Send queue, in MSN order (RFC 5041's untagged errors 0x01, 0x03). */
 static enum hdr_verdict check_send_queue(struct iw_conn *c)
 {
     if (c->rh.qn != IW_QN_SEND)
-        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x01, ND_CANCELED);
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x01, -ECANCELED);
     if (c->rh.msn != c->expect_msn_send)
-        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, ND_CANCELED);
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, -ECANCELED);
     return HDR_OK;
 }
 
@@ -204,7 +204,7 @@ static enum hdr_verdict check_write_notice(struct iw_conn *c, uint32_t plen)
     if ((v = check_send_queue(c)) != HDR_OK)
         return v;
     if (c->msg_open || plen || !h->last)
-        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, -ECANCELED);
     if ((v = take_receive(c)) != HDR_OK)
         return v;
     c->msg_open = true;
@@ -229,13 +229,13 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
         return v;
     if (!c->msg_open) {
         if (h->mo != 0)
-            return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
+            return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, -ECANCELED);
         if ((v = take_receive(c)) != HDR_OK)
             return v;
         /* Send with Invalidate: the named STag goes before the message is placed. */
         if ((h->opcode == IW_OP_SEND_INV || h->opcode == IW_OP_SEND_SE_INV) &&
             !nd_mtab_remote_invalidate(c->base.qp->adapter, h->inval_stag, c->base.qp->pd))
-            return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x09, ND_ACCESS_VIOLATION);
+            return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x09, -EFAULT);
         c->msg_open = true;
         c->msg_bytes = 0;
         c->msg_overrun = false;
@@ -250,10 +250,10 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
             /* The receive fails on its own account (a local protection error, as siw's
              * RQE does), ahead of the flushes the terminate brings. */
             complete_receive(c, true);
-            return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, ND_ACCESS_VIOLATION);
+            return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, -EFAULT);
         }
     } else if (h->mo != c->msg_bytes) {
-        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, ND_CANCELED);
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, -ECANCELED);
     }
     if ((uint64_t)c->msg_bytes + plen > c->msg_cap)
         c->msg_overrun = true;      /* the rest is dropped; the receive reports it */
@@ -267,7 +267,7 @@ static enum hdr_verdict protection_error(struct iw_conn *c, uint32_t stag, uint6
 
     if (why == ND_MTAB_OK)
         why = ND_MTAB_BAD_STAG;     /* changed between the two looks: it was refused */
-    return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, (uint8_t)why, ND_ACCESS_VIOLATION);
+    return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, (uint8_t)why, -EFAULT);
 }
 
 static enum hdr_verdict check_read_response(struct iw_conn *c, uint32_t plen)
@@ -278,17 +278,17 @@ static enum hdr_verdict check_read_response(struct iw_conn *c, uint32_t plen)
 
     /* Responses come in request order: they answer the oldest Read (or fence) in flight. */
     if (!c->rdq_count)
-        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x02, ND_CANCELED);
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x02, -ECANCELED);
     if (rd->txe < 0) {
         if (h->stag != 0 || h->to != 0 || plen || !h->last)
-            return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, ND_CANCELED);
+            return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, -ECANCELED);
         return HDR_OK;
     }
     e = txe_at(c, (uint32_t)rd->txe);
     e->sink_to = e->wr.nsge ? (uint64_t)(uintptr_t)e->wr.sge[0].buffer : 0;
     if (h->stag != (e->wr.nsge ? e->wr.sge[0].memory_region_token : 0) || h->to != e->sink_to + e->got ||
         e->got + plen > e->wr.total)
-        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, ND_CANCELED);
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, -ECANCELED);
     return HDR_OK;
 }
 
@@ -298,10 +298,10 @@ static enum hdr_verdict check_read_request(struct iw_conn *c)
     struct iw_rresp *r;
 
     if (h->msn != c->expect_msn_read)
-        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, ND_CANCELED);
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, -ECANCELED);
     /* Zero-length Reads (fences, Read RTRs) move no data: they do not count against IRD. */
     if (c->irq_count >= c->irq_cap || (h->rr.size && c->irq_count - c->irq_fences >= c->ird))
-        return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x07, ND_CANCELED);
+        return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x07, -ECANCELED);
     if (h->rr.size && nd_mtab_check(c->base.qp->adapter->mtab, ND_MTAB_ENTRIES, h->rr.src_stag, h->rr.src_to,
                                     h->rr.size, ND_ACCESS_REMOTE_READ, c->base.qp->pd))
         return protection_error(c, h->rr.src_stag, h->rr.src_to, h->rr.size, ND_ACCESS_REMOTE_READ);
@@ -314,17 +314,17 @@ static enum hdr_verdict check_read_request(struct iw_conn *c)
 }
 
 /* What a Terminate from the peer means for the request it names. */
-static nd_status term_status(const struct iw_term *t)
+static int term_status(const struct iw_term *t)
 {
     if ((t->layer == IW_LAYER_RDMAP && t->etype == IW_RDMAP_ET_PROTECTION) ||
         (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_TAGGED))
-        return ND_ACCESS_VIOLATION;
+        return -EFAULT;
     if (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_UNTAGGED && t->ecode == 0x02)
-        return ND_IO_TIMEOUT;       /* our Send found no receive */
+        return -ETIMEDOUT;       /* our Send found no receive */
     if (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_UNTAGGED && t->ecode == 0x05)
-        return ND_SUCCESS;          /* our Send was longer than the receive: delivered, cut
-                                     * short (ND over iWARP reports the sender ND_SUCCESS) */
-    return ND_CANCELED;
+        return 0;          /* our Send was longer than the receive: delivered, cut
+                                     * short (ND over iWARP reports success to the sender) */
+    return -ECANCELED;
 }
 
 static bool names_request(const struct iw_txe *e, const struct iw_hdr *o)
@@ -363,9 +363,9 @@ static enum hdr_verdict on_header(struct iw_conn *c)
     c->hold_first = false;          /* the peer has read our Reply, or is ready: we may send */
     if (h->ddp_version != IW_DDP_VERSION)
         return iw_terminate(c, IW_LAYER_DDP, h->tagged ? IW_DDP_ET_TAGGED : IW_DDP_ET_UNTAGGED,
-                         h->tagged ? 0x04 : 0x06, ND_CANCELED);
+                         h->tagged ? 0x04 : 0x06, -ECANCELED);
     if (h->rdmap_version != IW_RDMAP_VERSION)
-        return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x05, ND_CANCELED);
+        return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x05, -ECANCELED);
     if (h->tagged && h->opcode == IW_OP_WRITE) {
         c->rx_gen = iw_mtab_gen(c);     /* before the check: a later change is seen */
         /* A zero-length Write is an RTR frame (STag 1 by convention): nothing to check. */
@@ -377,7 +377,7 @@ static enum hdr_verdict on_header(struct iw_conn *c)
     if (h->tagged && h->opcode == IW_OP_READ_RESP)
         return check_read_response(c, plen);
     if (h->tagged)
-        return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, ND_CANCELED);
+        return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, -ECANCELED);
     switch (h->opcode) {
     case IW_OP_SEND: case IW_OP_SEND_INV: case IW_OP_SEND_SE: case IW_OP_SEND_SE_INV:
         return check_untagged_send(c, plen);
@@ -391,7 +391,7 @@ static enum hdr_verdict on_header(struct iw_conn *c)
         return check_write_notice(c, plen);
     case IW_OP_READ_REQ:
         if (plen)
-            return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x05, ND_CANCELED);
+            return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x05, -ECANCELED);
         return check_read_request(c);
     case IW_OP_TERMINATE:
         nd_log(ND_LOG_INFO, ND_SUB_IWARP, "peer sent Terminate: layer %u type %u code 0x%02x%s", h->term.layer,
@@ -399,15 +399,15 @@ static enum hdr_verdict on_header(struct iw_conn *c)
         c->got_term = true;
         c->term_status = term_status(&h->term);
         find_named_request(c, &h->term);
-        iw_conn_fail(c, c->term_status ? c->term_status : ND_CANCELED);
+        iw_conn_fail(c, c->term_status ? c->term_status : -ECANCELED);
         return HDR_FAIL;
     default:
         break;
     }
-    return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, ND_CANCELED);
+    return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, -ECANCELED);
 }
 
-/* The message is complete (ND_DATA_OVERRUN when c->msg_overrun), or its receive's buffers
+/* The message is complete (-EMSGSIZE when c->msg_overrun), or its receive's buffers
  * were not writable (@unwritable: nothing was placed). */
 static void complete_receive(struct iw_conn *c, bool unwritable)
 {
@@ -417,10 +417,10 @@ static void complete_receive(struct iw_conn *c, bool unwritable)
     c->expect_msn_send++;
     nd_ring_learn_cons(&c->rprod, atomic_load_explicit(&c->base.qp->inbound_hdr->cons, memory_order_acquire));
     if (!(slot = nd_ring_next(&c->rprod))) {
-        iw_conn_fail(c, ND_INTERNAL_ERROR);
+        iw_conn_fail(c, -EIO);
         return;
     }
-    nd_cqe_set(slot, c->msg_recv, c->msg_overrun ? ND_DATA_OVERRUN : ND_SUCCESS, unwritable ? 0 : c->msg_bytes,
+    nd_cqe_set(slot, c->msg_recv, c->msg_overrun ? -EMSGSIZE : 0, unwritable ? 0 : c->msg_bytes,
                ND_REQUEST_TYPE_RECEIVE,
                (c->msg_solicited ? ND_CQE_SOLICITED : 0) | (c->msg_imm ? ND_CQE_IMM : 0) |
                (c->msg_rdma_imm ? ND_CQE_RDMA_IMM : 0) | (c->msg_inv ? ND_CQE_INV : 0) |
@@ -452,11 +452,11 @@ static bool on_fpdu_end(struct iw_conn *c)
             e->got += plen;
         if (h->last) {
             if (e && e->got != e->wr.total) {
-                iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, ND_CANCELED);
+                iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_TAGGED, 0x01, -ECANCELED);
                 return false;
             }
             if (e)
-                iw_txe_done(c, e, ND_SUCCESS);
+                iw_txe_done(c, e, 0);
             c->rdq_head = (c->rdq_head + 1) % IW_RDQ_CAP;
             c->rdq_count--;
             c->reads_out--;
@@ -529,7 +529,7 @@ static bool feed(struct iw_conn *c)
             if (r == 0)
                 break;
             if (r < 0) {
-                iw_terminate(c, IW_LAYER_LLP, 0, 0x03, ND_CANCELED);
+                iw_terminate(c, IW_LAYER_LLP, 0, 0x03, -ECANCELED);
                 return false;
             }
             v = on_header(c);
@@ -558,7 +558,7 @@ static bool feed(struct iw_conn *c)
                 uint32_t crc = ~iw_crc32c_update(c->rx_crc, p, pad);
 
                 if (crc != iw_get_le32(p + pad)) {
-                    iw_terminate(c, IW_LAYER_LLP, 0, 0x02, ND_CANCELED);
+                    iw_terminate(c, IW_LAYER_LLP, 0, 0x02, -ECANCELED);
                     return false;
                 }
             }
@@ -669,7 +669,7 @@ static void rx_pump(struct iw_conn *c, bool *got)
         drained = c->app_rx && n > 0 && (size_t)n < asked;
         if (n == 0) {
             nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "peer closed the connection");
-            iw_conn_fail(c, ND_CANCELED);
+            iw_conn_fail(c, -ECANCELED);
             return;
         }
         if (n < 0) {

@@ -247,7 +247,7 @@ static void frame_read_response(struct iw_conn *c)
     if (want && nd_mtab_check(c->base.qp->adapter->mtab, ND_MTAB_ENTRIES, r->src_stag, r->src_to + r->sent, want,
                               ND_ACCESS_REMOTE_READ, c->base.qp->pd)) {
         iw_send_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, NULL);
-        iw_conn_fail(c, ND_ACCESS_VIOLATION);
+        iw_conn_fail(c, -EFAULT);
         return;
     }
     payload_iov(&src, 1, 0, want, f->iov, &f->niov, IW_TXF_IOV - 1);
@@ -287,7 +287,7 @@ static bool start_next(struct iw_conn *c)
     if (e->wr.type == ND_REQUEST_TYPE_READ) {
         if (c->ord == 0) {
             c->tx_next++;
-            iw_txe_done(c, e, ND_INVALID_DEVICE_REQUEST);     /* no outbound Read was negotiated */
+            iw_txe_done(c, e, -EBADRQC);     /* no outbound Read was negotiated */
             return true;
         }
         if (c->reads_out >= c->ord)
@@ -338,7 +338,7 @@ static void fpdu_sent(struct iw_conn *c, struct iw_txf *f)
         e->state = e->wr.type == ND_REQUEST_TYPE_READ ? TXE_WAIT_READ : TXE_WAIT_ACK;
         /* Towards a peer without fences, the socket taking its last byte completes it. */
         if (e->state == TXE_WAIT_ACK && !c->nd_peer)
-            iw_txe_done(c, e, ND_SUCCESS);
+            iw_txe_done(c, e, 0);
     }
 }
 

@@ -26,7 +26,7 @@
 #define IW_MSS_RECHECK_NS (10ull * 1000000)     /* how often FPDU sizing asks TCP's MSS again */
 /* ND_IWARP_TIMEOUT_MS: how long a peer may leave our bytes unacknowledged (TCP), our
  * Reads and fences unanswered, or an FPDU half sent before the connection ends with
- * ND_IO_TIMEOUT. */
+ * -ETIMEDOUT. */
 uint32_t iw_timeout_ms(void);
 /* A fence's answer found by a polling application waits this long for the application's
  * own next message to ride on (a ping-pong answers at once: one sendmsg, not two). */
@@ -65,7 +65,7 @@ struct iw_txe {
     uint32_t checked_gen;           /* the token table's generation its buffers were checked at */
     uint8_t state;                  /* enum iw_txe_state */
     bool notice_due;                /* a Write with immediate: its bytes are framed, its notice not */
-    nd_status status;
+    int status;
 };
 
 /*
@@ -163,7 +163,7 @@ struct iw_conn {
     uint64_t no_park_span;
     bool out_armed;                 /* the engine watches for send room (engine lock) */
     bool got_term;                  /* the peer sent a Terminate: */
-    nd_status term_status;          /* what it means for the request it names */
+    int term_status;          /* what it means for the request it names */
     bool term_named;                /* it named one of our requests (the attached header) */
     uint32_t term_index;            /* that request's queue index */
     uint32_t ird, ord;
@@ -226,15 +226,15 @@ struct iw_conn {
 int iw_cm_listen(const struct sockaddr *addr, int port_fd, int backlog);
 int iw_cm_accept(int listen_fd, pid_t *pid);
 int iw_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t *pid);
-nd_status iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp);
-nd_status iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect);
+int iw_cm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp);
+int iw_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect);
 bool iw_accept_waits_rtu(const struct nd_cm_msg *req);
 /* ND_IWARP_CRC: ask for MPA CRCs. */
 bool iw_want_crc(void);
 uint32_t iw_fpdu_cap(void);
 
 /* iw_ops.c */
-nd_status iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
+int iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord,
                     bool active);
 
 enum iw_txe_state { TXE_FREE, TXE_QUEUED, TXE_WAIT_ACK, TXE_WAIT_READ, TXE_DONE };
@@ -253,17 +253,17 @@ static inline struct iw_conn *iw_conn_of(struct nd_conn *base)
 
 /* iw_conn.c: the connection; QP lock held */
 /* @pumps: what the connection's end and a failed send call to move bytes (iw_pumps). */
-nd_status iw_conn_init(struct iw_conn *c, struct nd_qp *qp, const struct iw_pumps *pumps);
+int iw_conn_init(struct iw_conn *c, struct nd_qp *qp, const struct iw_pumps *pumps);
 void iw_conn_free(struct iw_conn *c);
 void iw_complete_in_order(struct iw_conn *c);
-void iw_txe_done(struct iw_conn *c, struct iw_txe *e, nd_status st);
+void iw_txe_done(struct iw_conn *c, struct iw_txe *e, int st);
 void iw_confirm(struct iw_conn *c, uint32_t upto);
 void iw_send_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, const struct iw_hdr *about);
-void iw_conn_fail(struct iw_conn *c, nd_status why);
+void iw_conn_fail(struct iw_conn *c, int why);
 void iw_sock_failed(struct iw_conn *c, int err);
-enum hdr_verdict iw_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, nd_status local);
-void iw_shutdown(struct nd_qp *qp, nd_status why);
-/* From the engine: fail @c with ND_IO_TIMEOUT if its oldest Read is overdue (QP lock held). */
+enum hdr_verdict iw_terminate(struct iw_conn *c, uint8_t layer, uint8_t etype, uint8_t ecode, int local);
+void iw_shutdown(struct nd_qp *qp, int why);
+/* From the engine: fail @c with -ETIMEDOUT if its oldest Read is overdue (QP lock held). */
 void iw_check_overdue(struct iw_conn *c);
 void iw_destroy(struct nd_qp *qp);
 void iw_mem_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len);
@@ -295,7 +295,7 @@ static inline uint32_t iw_mtab_gen(const struct iw_conn *c)
 }
 
 /* iw_engine.c */
-nd_status iw_engine_add(struct nd_adapter *a, struct iw_conn *c);
+int iw_engine_add(struct nd_adapter *a, struct iw_conn *c);
 void iw_engine_remove(struct iw_conn *c);
 void iw_engine_want_out(struct iw_conn *c, bool on);
 void iw_engine_kick(struct iw_conn *c);

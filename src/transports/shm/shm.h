@@ -47,10 +47,10 @@ int shm_dial(const struct sockaddr *dest);
 int shm_accept(int listen_fd);
 
 /* Send @m; for REQ/REP the QP's descriptors go with it. */
-nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp);
-/* ND_SUCCESS with a message, ND_PENDING when none is there yet, ND_CONNECTION_ABORTED on EOF
+int shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp);
+/* 0 with a message, -EINPROGRESS when none is there yet, -ECONNABORTED on EOF
  * or a malformed message. */
-nd_status shm_recv(int sock, struct nd_cm_msg *m);
+int shm_recv(int sock, struct nd_cm_msg *m);
 /* Is the peer on @sock of our uid? Fills its pid. */
 bool shm_peer_same_user(int sock, pid_t *pid);
 /* May we read and write @pid's memory (cross-memory attach)? */
@@ -60,13 +60,13 @@ bool shm_cma_allowed(pid_t pid);
 int shm_cm_listen(const struct sockaddr *addr, int port_fd, int backlog);
 int shm_cm_accept(int listen_fd, pid_t *pid);
 int shm_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t *pid);
-nd_status shm_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect);
+int shm_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect);
 
 /* Is the queue-pair geometry a peer's REQ or REP claims one we accept (sizes, powers of
  * two, the slot budget, arm slots)? */
 bool shm_geometry_ok(const struct nd_cm_msg *m);
 /* Connect @qp to the peer @pid described by @m (its REQ or REP). The connection socket stays the connector's (it lends it to the QP for liveness). */
-nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord);
+int shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *m, uint32_t ird, uint32_t ord);
 /* A peer CQ's signal descriptor, shared by the connections to it (shm_signal.c). Get
  * fetches the peer's descriptor @peer_fd when the CQ is new to us; NULL when out of
  * memory or when that is no eventfd of @pid's. */

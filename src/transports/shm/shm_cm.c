@@ -180,7 +180,7 @@ static bool name_descriptors(struct shm_qp_desc *w, struct nd_qp *qp)
     return true;
 }
 
-nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
+int shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
 {
     struct shm_wire w = { .magic = SHM_MAGIC, .version = SHM_VERSION, .type = m->type, .ird = m->ird,
                           .ord = m->ord, .pdata_len = m->pdata_len,
@@ -190,14 +190,14 @@ nd_status shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
     memcpy(w.pdata, m->pdata, m->pdata_len);
     encode_addr(&w, &m->src);
     if (qp && !name_descriptors(&w.desc, qp))
-        return ND_INSUFFICIENT_RESOURCES;
+        return -ENOBUFS;
     do
         n = send(sock, &w, sizeof(w), MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
     if (n == (ssize_t)sizeof(w))
-        return ND_SUCCESS;
+        return 0;
     nd_log(ND_LOG_INFO, ND_SUB_SHM, "CM send failed: %m");
-    return ND_CONNECTION_ABORTED;
+    return -ECONNABORTED;
 }
 
 /* Descriptors are named, never passed: any a peer sends anyway are closed unread. */
@@ -215,7 +215,7 @@ static void drop_passed_fds(struct msghdr *mh)
     }
 }
 
-nd_status shm_recv(int sock, struct nd_cm_msg *m)
+int shm_recv(int sock, struct nd_cm_msg *m)
 {
     union { char buf[CMSG_SPACE(sizeof(int) * 16)]; struct cmsghdr align; } cbuf;
     struct shm_wire w;
@@ -228,7 +228,7 @@ nd_status shm_recv(int sock, struct nd_cm_msg *m)
         n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        return ND_PENDING;
+        return -EINPROGRESS;
     nd_cm_msg_init(m, 0);
     if (n < 0 && errno == ECONNRESET) {
         /* A peer that closed with our message unread (a listener that redirected us before
@@ -240,11 +240,11 @@ nd_status shm_recv(int sock, struct nd_cm_msg *m)
     if (n >= 0)         /* a zero-length record may carry descriptors too */
         drop_passed_fds(&mh);
     if (n <= 0)
-        return ND_CONNECTION_ABORTED;
+        return -ECONNABORTED;
     if (n != (ssize_t)sizeof(w) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || w.magic != SHM_MAGIC ||
         w.version != SHM_VERSION || w.type < ND_CM_REQ || w.type > ND_CM_DISC || w.pdata_len > ND_CM_MAX_PDATA) {
         nd_log(ND_LOG_WARN, ND_SUB_SHM, "malformed CM message from peer (%zd bytes)", n);
-        return ND_CONNECTION_ABORTED;
+        return -ECONNABORTED;
     }
     m->type = w.type;
     m->ird = w.ird;
@@ -261,7 +261,7 @@ nd_status shm_recv(int sock, struct nd_cm_msg *m)
         w.desc.refs[4].fd = -1;
     }
     shm_desc_put(m, &w.desc);
-    return ND_SUCCESS;
+    return 0;
 }
 
 /* ---- the transport's connection operations ---- */
@@ -327,7 +327,7 @@ int shm_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t
     return fd;
 }
 
-nd_status shm_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect)
+int shm_cm_recv(int sock, struct nd_cm_msg *m, uint16_t expect)
 {
     return shm_recv(sock, m);
 }

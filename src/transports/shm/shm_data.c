@@ -173,27 +173,27 @@ static void touch_end(struct nd_qp *qp)
 
 /* One cross-memory call; a short or failed transfer is an access error, unless the peer
  * is the reason. */
-static nd_status cma(struct shm_conn *c, const struct nd_wr *wr, struct iovec *remote, int nremote, bool to_peer)
+static int cma(struct shm_conn *c, const struct nd_wr *wr, struct iovec *remote, int nremote, bool to_peer)
 {
     struct iovec local[MAX_IOV];
     int nlocal = local_iov(wr, local);
     ssize_t n;
 
     if (nlocal < 0)
-        return ND_DATA_OVERRUN;
+        return -EMSGSIZE;
     if (wr->total == 0)
-        return ND_SUCCESS;
+        return 0;
     n = to_peer ? process_vm_writev(c->pid, local, (unsigned long)nlocal, remote, (unsigned long)nremote, 0)
                 : process_vm_readv(c->pid, local, (unsigned long)nlocal, remote, (unsigned long)nremote, 0);
     if (n == (ssize_t)wr->total)
-        return ND_SUCCESS;
+        return 0;
     int err = errno;
 
     nd_log(ND_LOG_INFO, ND_SUB_SHM, "cross-memory %s of %llu bytes: %zd (%s)", to_peer ? "write" : "read",
            (unsigned long long)wr->total, n, n < 0 ? strerror(err) : "short");
     /* The tables were checked: a peer that died (or is dying: its memory goes first) fails
      * the call, and that is a lost connection, not an access error of ours. */
-    return (n < 0 && err == ESRCH) || peer_exiting(c->pid) ? ND_CONNECTION_ABORTED : ND_ACCESS_VIOLATION;
+    return (n < 0 && err == ESRCH) || peer_exiting(c->pid) ? -ECONNABORTED : -EFAULT;
 }
 
 /*
@@ -295,7 +295,7 @@ static void stream_copy(struct sge_stream *s, uint8_t *peer, uint64_t len, bool 
     }
 }
 
-/* Place a Send into the peer's next receive. ND_PENDING: no receive is posted yet. */
+/* Place a Send into the peer's next receive. -EINPROGRESS: no receive is posted yet. */
 /* Does the peer have receive @k posted? Credits first (no shared read), then its queue. */
 static inline __attribute__((always_inline)) bool peer_has_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t k)
 {
@@ -315,40 +315,40 @@ static inline __attribute__((always_inline)) bool peer_has_receive(struct nd_qp 
 }
 
 /* The receive a Send will consume: the peer's next posted one, or a slot of its SRQ. */
-static inline __attribute__((always_inline)) nd_status next_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t *k, const struct nd_rwqe **w)
+static inline __attribute__((always_inline)) int next_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t *k, const struct nd_rwqe **w)
 {
     if (c->psrq) {
         int got = nd_srq_claim(c->psrq_ctl, (const uint32_t *)(c->psrq + c->psl.ring), c->psrq_entries, k);
 
         if (got < 0 || (got > 0 && *k >= c->psrq_entries))
-            return ND_INTERNAL_ERROR;
+            return -EIO;
         if (!got) {
             atomic_store(&c->psrq_ctl->waiting, 1);
-            return ND_PENDING;
+            return -EINPROGRESS;
         }
         *w = (const struct nd_rwqe *)(c->psrq + c->psl.slots + (size_t)*k * c->psl.slot_stride);
-        return ND_SUCCESS;
+        return 0;
     }
     *k = c->next_peer_recv;
     if (!peer_has_receive(qp, c, *k))
-        return ND_PENDING;
+        return -EINPROGRESS;
     if (c->peer_posted - *k > c->peer_rq_entries)
-        return ND_INTERNAL_ERROR;           /* impossible receive count: the peer is broken */
+        return -EIO;           /* impossible receive count: the peer is broken */
     *w = (const struct nd_rwqe *)(c->peer_region + c->pl.rwqe +
                                   (size_t)(*k & (c->peer_rq_entries - 1)) * c->pl.rwqe_stride);
-    return ND_SUCCESS;
+    return 0;
 }
 
 /*
  * Place a Send straight into the peer's receive buffers: one memcpy through our views when
- * every piece lies in memory the peer allocated with nd_alloc_memory, else one cross-memory
+ * every piece lies in memory the peer allocated with ndc_alloc_memory, else one cross-memory
  * call. With @slot_ok (the message fits the peer's slot) anything but the memcpy is left to
- * the slot instead (*use_slot, ND_SUCCESS): two copies beat a cross-memory call up to the
+ * the slot instead (*use_slot, 0): two copies beat a cross-memory call up to the
  * slot size, and the receiver then judges the length and its buffers itself, as for any
  * slot message.
  */
-static nd_status place_direct(struct shm_conn *c, const struct nd_wr *wr, const struct nd_rwqe *w, uint32_t max_sge,
-                              bool slot_ok, bool *use_slot, nd_status *status)
+static int place_direct(struct shm_conn *c, const struct nd_wr *wr, const struct nd_rwqe *w, uint32_t max_sge,
+                              bool slot_ok, bool *use_slot, int *status)
 {
     uint32_t nsge = __atomic_load_n(&w->nsge, __ATOMIC_RELAXED), total = __atomic_load_n(&w->total, __ATOMIC_RELAXED);
     struct iovec remote[MAX_IOV];
@@ -359,11 +359,11 @@ static nd_status place_direct(struct shm_conn *c, const struct nd_wr *wr, const 
 
     *use_slot = slot_ok;
     if (nsge > max_sge)
-        return ND_INTERNAL_ERROR;
+        return -EIO;
     if (wr->total > total) {
         if (!slot_ok)
-            *status = ND_DATA_OVERRUN;      /* the receiver reports it; iWARP senders succeed */
-        return ND_SUCCESS;
+            *status = -EMSGSIZE;      /* the receiver reports it; iWARP senders succeed */
+        return 0;
     }
     for (uint32_t i = 0; i < nsge && left && n < MAX_IOV; i++) {
         struct nd_rwqe_sge s;
@@ -373,30 +373,30 @@ static nd_status place_direct(struct shm_conn *c, const struct nd_wr *wr, const 
         uint32_t len = s.length < left ? s.length : (uint32_t)left;
         if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, s.token, s.addr, len, ND_ACCESS_LOCAL_WRITE,
                                 c->peer_recv_pd, &sh))
-            return slot_ok ? ND_SUCCESS : ND_ACCESS_VIOLATION;
+            return slot_ok ? 0 : -EFAULT;
         views[n] = peer_view(c, &sh, s.addr, len);
         viewed &= views[n] != NULL;
         remote[n++] = (struct iovec){ (void *)(uintptr_t)s.addr, len };
         left -= len;
     }
     if (left)
-        return slot_ok ? ND_SUCCESS : ND_ACCESS_VIOLATION;
+        return slot_ok ? 0 : -EFAULT;
     if (viewed) {
         struct sge_stream from = { wr->sge, 0, 0 };
 
         for (int i = 0; i < n; i++)
             stream_copy(&from, views[i], remote[i].iov_len, true);
         *use_slot = false;
-        return ND_SUCCESS;
+        return 0;
     }
     if (slot_ok)
-        return ND_SUCCESS;
+        return 0;
     *use_slot = false;
     return cma(c, wr, remote, n, true);
 }
 
 /* Complete the peer's receive @k: the entry goes into its inbound ring, filled in place. */
-static inline __attribute__((always_inline)) nd_status publish_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t k, nd_status status,
+static inline __attribute__((always_inline)) int publish_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t k, int status,
                                  const struct nd_wr *wr, uint8_t flags)
 {
     struct nd_cqe *e;
@@ -404,7 +404,7 @@ static inline __attribute__((always_inline)) nd_status publish_receive(struct nd
     nd_ring_learn_cons(&c->pprod, atomic_load_explicit(&qp->peer_consumed, memory_order_relaxed));
     /* Filled in place in the peer's ring: no stack copy (see nd_ring_next). */
     if (!(e = nd_ring_next(&c->pprod)))
-        return ND_INTERNAL_ERROR;
+        return -EIO;
     nd_cqe_set(e, k, status, (uint32_t)wr->total, ND_REQUEST_TYPE_RECEIVE, flags, qp->rq_posted,
                atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_relaxed));
     if (flags & ND_CQE_INLINE_DATA)
@@ -414,18 +414,18 @@ static inline __attribute__((always_inline)) nd_status publish_receive(struct nd
     nd_ring_commit(&c->pprod, e);
     if (!c->psrq)
         c->next_peer_recv = k + 1;
-    return ND_SUCCESS;
+    return 0;
 }
 
-static nd_status do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+static int do_send(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     const struct nd_rwqe *w;
     uint32_t k, max_sge = c->psrq ? c->psrq_max_sge : c->peer_max_sge;
-    nd_status st = next_receive(qp, c, &k, &w), status = ND_SUCCESS;
+    int st = next_receive(qp, c, &k, &w), status = 0;
     uint8_t flags = wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? ND_CQE_SOLICITED : 0;
     bool slot_ok = wr->total <= c->peer_slot_size, use_slot = slot_ok;
 
-    if (st != ND_SUCCESS)
+    if (st != 0)
         return st;
     if (ND_UNLIKELY(wr->flags & (ND_WR_IMM | ND_WR_INV))) {
         if (wr->flags & ND_WR_IMM) {
@@ -445,9 +445,9 @@ inline_data:
     }
     if (wr->total > SLOT_ONLY_MAX || !slot_ok) {
         touch_begin(qp);
-        st = terminated(qp, c) ? ND_CANCELED : place_direct(c, wr, w, max_sge, slot_ok, &use_slot, &status);
+        st = terminated(qp, c) ? -ECANCELED : place_direct(c, wr, w, max_sge, slot_ok, &use_slot, &status);
         touch_end(qp);
-        if (st != ND_SUCCESS)
+        if (st != 0)
             return st;
     }
     if (use_slot) {
@@ -468,22 +468,22 @@ static bool invalidated_by_us(const struct shm_conn *c, uint32_t stag)
 }
 
 /* The bytes of a Write or Read (of at least one byte), checked against the peer's table. */
-static nd_status place_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+static int place_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     bool write = wr->type == ND_REQUEST_TYPE_WRITE;
     struct iovec remote = { (void *)(uintptr_t)wr->remote_addr, (size_t)wr->total };
     struct nd_mtab_share sh;
-    nd_status st = ND_SUCCESS;
+    int st = 0;
     uint8_t *view;
 
     touch_begin(qp);
     if (terminated(qp, c))
-        st = ND_CANCELED;
+        st = -ECANCELED;
     else if (ND_UNLIKELY(c->inv_count) && invalidated_by_us(c, wr->remote_token))
-        st = ND_ACCESS_VIOLATION;
+        st = -EFAULT;
     else if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, wr->remote_token, wr->remote_addr, wr->total,
                                  write ? ND_ACCESS_REMOTE_WRITE : ND_ACCESS_REMOTE_READ, c->peer_pd, &sh))
-        st = ND_ACCESS_VIOLATION;
+        st = -EFAULT;
     else if ((view = peer_view(c, &sh, wr->remote_addr, wr->total))) {
         struct sge_stream local = { wr->sge, 0, 0 };
 
@@ -497,40 +497,40 @@ static nd_status place_rdma(struct nd_qp *qp, struct shm_conn *c, const struct n
 
 /*
  * An RDMA Write with immediate data: the bytes, then the peer's next receive reports them.
- * The receive is found first: without one the request waits (ND_PENDING) and nothing is
+ * The receive is found first: without one the request waits (-EINPROGRESS) and nothing is
  * written twice.
  */
-static nd_status do_write_imm(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+static int do_write_imm(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     const struct nd_rwqe *w;
     uint32_t k;
-    nd_status st;
+    int st;
 
     st = next_receive(qp, c, &k, &w);
-    if (st == ND_SUCCESS && wr->total)
+    if (st == 0 && wr->total)
         st = place_rdma(qp, c, wr);
-    if (st != ND_SUCCESS)
+    if (st != 0)
         return st;
-    return publish_receive(qp, c, k, ND_SUCCESS, wr, ND_CQE_IMM | ND_CQE_RDMA_IMM |
+    return publish_receive(qp, c, k, 0, wr, ND_CQE_IMM | ND_CQE_RDMA_IMM |
                            (wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? ND_CQE_SOLICITED : 0));
 }
 
-static nd_status do_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+static int do_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     if (wr->type != ND_REQUEST_TYPE_WRITE && c->ord == 0)
-        return ND_INVALID_DEVICE_REQUEST;   /* no outbound Read was negotiated */
+        return -EBADRQC;   /* no outbound Read was negotiated */
     if (ND_UNLIKELY(wr->flags & ND_WR_IMM))
         return do_write_imm(qp, c, wr);
     if (!wr->total)
-        return ND_SUCCESS;
+        return 0;
     return place_rdma(qp, c, wr);
 }
 
-/* Run @wr now. ND_PENDING: it must wait (a Send with no receive). */
-static nd_status execute(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+/* Run @wr now. -EINPROGRESS: it must wait (a Send with no receive). */
+static int execute(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     if (terminated(qp, c))
-        return ND_CANCELED;
+        return -ECANCELED;
     if (wr->type == ND_REQUEST_TYPE_BIND || wr->type == ND_REQUEST_TYPE_INVALIDATE)
         return nd_qp_local_op(qp, wr);
     if (!nd_qp_local_sges_ok(qp, wr))
@@ -591,7 +591,7 @@ static bool hold(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
     return true;
 }
 
-static void finish(struct nd_qp *qp, const struct nd_wr *wr, nd_status st)
+static void finish(struct nd_qp *qp, const struct nd_wr *wr, int st)
 {
     nd_qp_complete_initiator(qp, wr->index, st, wr->type == ND_REQUEST_TYPE_READ ? (uint32_t)wr->total : 0);
 }
@@ -614,35 +614,35 @@ static void untime(struct nd_qp *qp, struct shm_conn *c)
 static void shm_post(struct nd_qp *qp, const struct nd_wr *wr)
 {
     struct shm_conn *c = conn_of(qp);
-    nd_status st;
+    int st;
 
     if (c->held_count) {                /* keep order behind a held send */
         if (!hold(qp, c, wr))
-            finish(qp, wr, ND_NO_MEMORY);
+            finish(qp, wr, -ENOMEM);
         return;
     }
     st = execute(qp, c, wr);
-    if (st == ND_PENDING && hold(qp, c, wr))
+    if (st == -EINPROGRESS && hold(qp, c, wr))
         return;
-    finish(qp, wr, st == ND_PENDING ? ND_NO_MEMORY : st);
+    finish(qp, wr, st == -EINPROGRESS ? -ENOMEM : st);
 }
 
-/* Retry held requests; a send held past the RNR timeout fails ND_IO_TIMEOUT. */
+/* Retry held requests; a send held past the RNR timeout fails -ETIMEDOUT. */
 static void retry_held(struct nd_qp *qp, struct shm_conn *c)
 {
     while (c->held_count && nd_qp_live(qp)) {
         struct held *h = &c->held[c->held_head];
-        nd_status st = execute(qp, c, &h->wr);
+        int st = execute(qp, c, &h->wr);
 
-        if (st == ND_PENDING) {
+        if (st == -EINPROGRESS) {
             /* An empty SRQ must not end the connection (ND §3.2): wait as long as it takes. */
             uint64_t wait = __atomic_load_n(&qp->rnr_wait_ns, __ATOMIC_RELAXED);
 
             if (c->psrq || nd_now_ns() - c->held_since < wait)
                 break;
-            nd_log(ND_LOG_INFO, ND_SUB_SHM, "a Send waited %llu ms for a receive: ND_IO_TIMEOUT",
+            nd_log(ND_LOG_INFO, ND_SUB_SHM, "a Send waited %llu ms for a receive: -ETIMEDOUT",
                    (unsigned long long)(wait / 1000000));
-            st = ND_IO_TIMEOUT;
+            st = -ETIMEDOUT;
         }
         struct nd_wr wr = h->wr;
         drop_held(c);
@@ -671,7 +671,7 @@ static bool sweep_once(struct nd_qp *qp)
     c = conn_of(qp);
     if (nd_qp_live(qp)) {
         if (terminated(qp, c))
-            nd_qp_fail_locked(qp, ND_CANCELED);
+            nd_qp_fail_locked(qp, -ECANCELED);
         else
             retry_held(qp, c);
     }
@@ -683,7 +683,7 @@ static void shm_queue_full(struct nd_qp *qp)
     struct shm_conn *c = conn_of(qp);
 
     if (terminated(qp, c))
-        nd_qp_fail_locked(qp, ND_CANCELED);
+        nd_qp_fail_locked(qp, -ECANCELED);
     else if (c->held_count)
         retry_held(qp, c);
 }
@@ -726,7 +726,7 @@ static bool shm_progress(struct nd_qp *qp)
      * ping-pongs whose sends raced the peer's receives. */
     if (nd_qp_live(qp)) {
         if (terminated(qp, c) || (check && !peer_alive(qp)))
-            nd_qp_fail_locked(qp, ND_CANCELED);
+            nd_qp_fail_locked(qp, -ECANCELED);
         else
             retry_held(qp, c);
     }
@@ -769,7 +769,7 @@ static void shm_peer_quiesce(struct nd_qp *qp)
         if (now - start > QUIESCE_MAX_NS) {
             nd_log(ND_LOG_ERROR, ND_SUB_SHM, "peer %d stayed inside a transfer into our memory for %llu s: "
                    "connection ended", (int)c->pid, (unsigned long long)(QUIESCE_MAX_NS / 1000000000ull));
-            nd_qp_fail(qp, ND_IO_TIMEOUT);
+            nd_qp_fail(qp, -ETIMEDOUT);
             return;
         }
     }
@@ -790,7 +790,7 @@ static bool shm_carries_imm(struct nd_qp *qp)
     return true;
 }
 
-static void shm_shutdown(struct nd_qp *qp, nd_status why)
+static void shm_shutdown(struct nd_qp *qp, int why)
 {
     struct shm_conn *c = conn_of(qp);
 
@@ -804,7 +804,7 @@ static void shm_shutdown(struct nd_qp *qp, nd_status why)
         struct nd_wr wr = c->held[c->held_head].wr;
 
         drop_held(c);
-        finish(qp, &wr, ND_CANCELED);
+        finish(qp, &wr, -ECANCELED);
     }
     untime(qp, c);
     /* Wake the peer wherever it sleeps, so it flushes now. */
@@ -860,7 +860,7 @@ static void shm_cm_ring(struct nd_qp *qp)
     nd_lock_release(&qp->lock);
 }
 
-static nd_status shm_cm_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird,
+static int shm_cm_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint32_t ird,
                                uint32_t ord, bool active)
 {
     (void)sock;
@@ -917,7 +917,7 @@ bool shm_geometry_ok(const struct nd_cm_msg *msg)
            d.arm_slot < ND_MAX_CQS_PER_ADAPTER && d.iarm_slot < ND_MAX_CQS_PER_ADAPTER;
 }
 
-nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *msg, uint32_t ird, uint32_t ord)
+int shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *msg, uint32_t ird, uint32_t ord)
 {
     struct shm_qp_desc d;
     struct shm_conn *c = calloc(1, sizeof(*c));
@@ -974,7 +974,7 @@ nd_status shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *msg, uint32_
     if (!nd_qp_set_connected(qp, &c->base))
         goto err;               /* closed meanwhile */
     __atomic_store_n(&qp->has_progress, true, __ATOMIC_RELEASE);
-    return ND_SUCCESS;
+    return 0;
 err:
     if (c) {
         release_peer_region(qp->adapter, c->peer_region);
@@ -984,10 +984,10 @@ err:
         shm_signal_put(c->picq);
         free(c);
     }
-    return ND_CONNECTION_ABORTED;
+    return -ECONNABORTED;
 }
 
 void shm_peer_gone(struct nd_qp *qp)
 {
-    nd_qp_fail(qp, ND_CANCELED);
+    nd_qp_fail(qp, -ECANCELED);
 }

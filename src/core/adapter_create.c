@@ -1,25 +1,24 @@
 // SPDX-License-Identifier: MIT
-/* ND API: the IND2Adapter methods whose mechanics span several core objects (query,
- * create_*): argument checks and ND statuses here. ND's other entry points are still
- * defined beside their mechanics in src/core (tests/check_layers.py counts them). */
-#include "../core/core.h"
-#include "../core/qp_int.h"
-#include "../core/srq_int.h"
+/* The adapter's door calls that span several core objects: its query and the creation of
+ * ports, CQs and QPs. */
+#include "core.h"
+#include "qp_int.h"
+#include "srq_int.h"
 
 #include <string.h>
 
-ND_API nd_status nd_adapter_query(nd_adapter *a, nd_adapter_info *info, uint32_t *size)
+ND_DOOR int ndc_adapter_query(nd_adapter *a, nd_adapter_info *info, uint32_t *size)
 {
     if (!nd_adapter_valid(a))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!size)
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (!info || *size < sizeof(*info)) {
         *size = sizeof(*info);
-        return ND_BUFFER_OVERFLOW;
+        return -EOVERFLOW;
     }
     if (info->info_version != ND_VERSION_2 && info->info_version != ND_VERSION_1)
-        return ND_INVALID_PARAMETER;
+        return -EINVAL;
     *info = (nd_adapter_info){
         .info_version = info->info_version,
         .vendor_id = nd_caps.vendor_id,
@@ -46,34 +45,34 @@ ND_API nd_status nd_adapter_query(nd_adapter *a, nd_adapter_info *info, uint32_t
                          ND_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED | ND_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED,
     };
     *size = sizeof(*info);
-    return ND_SUCCESS;
+    return 0;
 }
 
-ND_API nd_status nd_adapter_query_address_list(nd_adapter *a, nd_address_list *list, uint32_t *size)
+ND_DOOR int ndc_adapter_query_address_list(nd_adapter *a, nd_address_list *list, uint32_t *size)
 {
     if (!nd_adapter_valid(a))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     return nd_addr_list(a->ifindex, list, size);
 }
 
-ND_API nd_status nd_adapter_create_overlapped_file(nd_adapter *a, nd_port **port)
+ND_DOOR int ndc_adapter_create_overlapped_file(nd_adapter *a, nd_port **port)
 {
     if (!nd_adapter_valid(a))
-        return ND_INVALID_HANDLE;
-    return nd_port_create(port);
+        return -EBADF;
+    return ndc_port_create(port);
 }
 
-ND_API nd_status nd_adapter_create_completion_queue(nd_adapter *a, nd_port *port, uint32_t depth,
+ND_DOOR int ndc_adapter_create_completion_queue(nd_adapter *a, nd_port *port, uint32_t depth,
                                                     uint16_t group, uintptr_t affinity, nd_cq **cq)
 {
     if (!nd_adapter_valid(a))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!nd_port_valid(port))
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (depth == 0 || depth > nd_caps.max_cqe)
-        return ND_INVALID_PARAMETER_3;
+        return ND_EARG(3);
     if (!cq)
-        return ND_INVALID_PARAMETER_6;
+        return ND_EARG(6);
     return nd_cq_create(a, port, depth, group, affinity, cq);
 }
 
@@ -84,57 +83,57 @@ static bool cq_of(nd_adapter *a, const nd_cq *cq)
 
 /* The ND argument a size past the device's limits is, for CreateQueuePair (@srq false) and
  * CreateQueuePairWithSrq, whose arguments differ. */
-static nd_status limit_status(enum nd_qp_limit l, bool srq)
+static int limit_status(enum nd_qp_limit l, bool srq)
 {
     switch (l) {
-    case ND_QPL_OK: return ND_SUCCESS;
-    case ND_QPL_RQ_DEPTH: return ND_INVALID_PARAMETER_5;
-    case ND_QPL_IQ_DEPTH: return ND_INVALID_PARAMETER_6;
-    case ND_QPL_RQ_SGE: return ND_INVALID_PARAMETER_7;
-    case ND_QPL_IQ_SGE: return srq ? ND_INVALID_PARAMETER_7 : ND_INVALID_PARAMETER_8;
-    case ND_QPL_INLINE: return srq ? ND_INVALID_PARAMETER_8 : ND_INVALID_PARAMETER_9;
+    case ND_QPL_OK: return 0;
+    case ND_QPL_RQ_DEPTH: return ND_EARG(5);
+    case ND_QPL_IQ_DEPTH: return ND_EARG(6);
+    case ND_QPL_RQ_SGE: return ND_EARG(7);
+    case ND_QPL_IQ_SGE: return srq ? ND_EARG(7) : ND_EARG(8);
+    case ND_QPL_INLINE: return srq ? ND_EARG(8) : ND_EARG(9);
     }
-    return ND_INVALID_PARAMETER;
+    return -EINVAL;
 }
 
-ND_API nd_status nd_adapter_create_queue_pair(nd_adapter *a, nd_cq *rcq, nd_cq *icq, void *context,
+ND_DOOR int ndc_adapter_create_queue_pair(nd_adapter *a, nd_cq *rcq, nd_cq *icq, void *context,
                                               uint32_t rq_depth, uint32_t iq_depth, uint32_t rq_sge,
                                               uint32_t iq_sge, uint32_t inline_size, nd_qp **qp)
 {
-    nd_status st;
+    int st;
 
     if (!nd_adapter_valid(a))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!cq_of(a, rcq))
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (!cq_of(a, icq))
-        return ND_INVALID_PARAMETER_3;
+        return ND_EARG(3);
     struct nd_qp_sizes sz = { rq_depth, iq_depth, rq_sge, iq_sge, inline_size };
-    if ((st = limit_status(nd_qp_limit_exceeded(&sz, false), false)) != ND_SUCCESS)
+    if ((st = limit_status(nd_qp_limit_exceeded(&sz, false), false)) != 0)
         return st;
     if (!qp)
-        return ND_INVALID_PARAMETER_10;
+        return ND_EARG(10);
     return nd_qp_create(a, rcq, icq, NULL, context, &sz, ND_QPS_INIT, qp);
 }
 
-ND_API nd_status nd_adapter_create_queue_pair_with_srq(nd_adapter *a, nd_cq *rcq, nd_cq *icq,
+ND_DOOR int ndc_adapter_create_queue_pair_with_srq(nd_adapter *a, nd_cq *rcq, nd_cq *icq,
                                                        nd_srq *srq, void *context, uint32_t iq_depth,
                                                        uint32_t iq_sge, uint32_t inline_size, nd_qp **qp)
 {
-    nd_status st;
+    int st;
 
     if (!nd_adapter_valid(a))
-        return ND_INVALID_HANDLE;
+        return -EBADF;
     if (!cq_of(a, rcq))
-        return ND_INVALID_PARAMETER_2;
+        return ND_EARG(2);
     if (!cq_of(a, icq))
-        return ND_INVALID_PARAMETER_3;
+        return ND_EARG(3);
     if (!nd_srq_valid_of(srq, a))
-        return ND_INVALID_PARAMETER_4;
+        return ND_EARG(4);
     struct nd_qp_sizes sz = { 0, iq_depth, 0, iq_sge, inline_size };
-    if ((st = limit_status(nd_qp_limit_exceeded(&sz, true), true)) != ND_SUCCESS)
+    if ((st = limit_status(nd_qp_limit_exceeded(&sz, true), true)) != 0)
         return st;
     if (!qp)
-        return ND_INVALID_PARAMETER_9;
+        return ND_EARG(9);
     return nd_qp_create(a, rcq, icq, srq, context, &sz, ND_QPS_INIT, qp);
 }
