@@ -249,17 +249,19 @@ bool nd_ov_is_pending(const nd_overlapped *ov);
 int nd_ov_result(const nd_overlapped *ov);
 
 /*
- * How a request's status reads in its nd_overlapped. A front end's programs read that
- * field themselves (ND's expect an NTSTATUS there, pending or final), so the
- * front end this copy of the core serves says once, before its first request, how the
- * core's status is written there and read back; by default it is the core's own. Both
- * directions are total and each undoes the other.
+ * How a status reads where a front end's programs read it themselves: a request's in its
+ * nd_overlapped, a failed completion's in its nd_result (ND's programs expect NTSTATUS
+ * there). The front end this copy of the core serves says once, before its first request,
+ * how the core's status is written there and read back; by default it is the core's own.
+ * Both directions are total and each undoes the other; 0 is 0 both ways.
  */
-struct nd_ov_codec {
+struct nd_status_codec {
     int32_t (*encode)(int st);
     int (*decode)(int32_t shown);
 };
-void nd_ov_use_codec(const struct nd_ov_codec *codec);
+void nd_use_status_codec(const struct nd_status_codec *codec);
+/* @st as the front end shows it (for a failed completion's nd_result). */
+int32_t nd_status_shown(int st);
 
 /* Port event sources: a file descriptor in the port's epoll set (edge-triggered), or with
  * fd -1 a source without one, which runs when kicked. */

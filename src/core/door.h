@@ -52,6 +52,7 @@ int ndc_connector_get_local_address(nd_connector *c, struct sockaddr *addr, uint
 int ndc_connector_get_peer_address(nd_connector *c, struct sockaddr *addr, uint32_t *len);
 
 /* cq.c */
+/* A failed result's status reads as the front end shows it (nd_status_shown). */
 uint32_t ndc_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max);
 int ndc_cq_notify(nd_cq *cq, uint32_t type, nd_overlapped *ov);
 int ndc_cq_cancel_overlapped_requests(nd_cq *cq);

@@ -30,14 +30,19 @@ static int read_as_is(int32_t shown)
     return shown;
 }
 
-static const struct nd_ov_codec own_codec = { .encode = shown_as_is, .decode = read_as_is };
-static const struct nd_ov_codec *codec = &own_codec;
+static const struct nd_status_codec own_codec = { .encode = shown_as_is, .decode = read_as_is };
+static const struct nd_status_codec *codec = &own_codec;
 static int32_t shown_pending = -EINPROGRESS;
 
-void nd_ov_use_codec(const struct nd_ov_codec *c)
+void nd_use_status_codec(const struct nd_status_codec *c)
 {
     codec = c;
     shown_pending = c->encode(-EINPROGRESS);
+}
+
+int32_t nd_status_shown(int st)
+{
+    return codec->encode(st);
 }
 
 int nd_ov_result(const nd_overlapped *ov)

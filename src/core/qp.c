@@ -87,6 +87,7 @@ static __attribute__((noinline)) enum nd_xlate initiator_failed(struct nd_qp *qp
 
     if (x && (e->flags & ND_CQE_LOC_PROT))
         x->flags |= ND_WC_LOC_PROT;
+    r->status = nd_status_shown(r->status);
     return ND_XLATE_OK;
 }
 
@@ -214,8 +215,10 @@ static enum nd_xlate srq_write_imm(struct nd_qp *qp, const struct nd_cqe *e, nd_
     r->request_type = ND_REQUEST_TYPE_RECEIVE;
     receive_ext(qp, e, r);
     take_credits(qp, e);
-    if (overrun)
+    if (overrun) {
         nd_qp_fail(qp, r->status);
+        r->status = nd_status_shown(r->status);
+    }
     return ND_XLATE_OK;
 }
 
@@ -237,6 +240,7 @@ static enum nd_xlate srq_unwritable(struct nd_qp *qp, const struct nd_cqe *e, nd
     r->request_type = ND_REQUEST_TYPE_RECEIVE;
     take_credits(qp, e);
     nd_qp_fail(qp, -EFAULT);
+    r->status = nd_status_shown(-EFAULT);
     return ND_XLATE_OK;
 }
 
@@ -276,8 +280,10 @@ static enum nd_xlate srq_translate(struct nd_qp *qp, const struct nd_cqe *e, con
         receive_ext(qp, e, r);
     }
     take_credits(qp, e);
-    if (overrun)
+    if (overrun) {
         nd_qp_fail(qp, r->status);
+        r->status = nd_status_shown(r->status);
+    }
     return ND_XLATE_OK;
 }
 
@@ -327,8 +333,10 @@ static __attribute__((noinline)) enum nd_xlate inbound_tagged(struct nd_qp *qp, 
     take_credits(qp, e);
     receive_result(qp, k, st, e->bytes, r);
     receive_ext(qp, e, r);
-    if (st != 0)
+    if (st != 0) {
         nd_qp_fail(qp, st);
+        r->status = nd_status_shown(st);
+    }
     return ND_XLATE_OK;
 }
 
@@ -342,6 +350,7 @@ static __attribute__((noinline)) enum nd_xlate inbound_unwritable(struct nd_qp *
     take_credits(qp, e);
     receive_result(qp, k, -EFAULT, 0, r);
     nd_qp_fail(qp, -EFAULT);
+    r->status = nd_status_shown(-EFAULT);
     return ND_XLATE_OK;
 }
 
@@ -368,8 +377,10 @@ static enum nd_xlate inbound_translate(void *ctx, const struct nd_cqe *e, nd_res
         return ND_XLATE_BAD;
     take_credits(qp, e);
     receive_result(qp, k, st, e->bytes, r);
-    if (st != 0)
+    if (st != 0) {
         nd_qp_fail(qp, st);     /* the receiver's buffer: too small, or gone: the connection ends */
+        r->status = nd_status_shown(st);
+    }
     return ND_XLATE_OK;
 }
 
@@ -390,10 +401,12 @@ static enum nd_xlate flush_translate(void *ctx, const struct nd_cqe *e, nd_resul
             return ND_XLATE_DEFER;
         /* The entry stays in its ring: this receive's slot may go at once. */
         receive_result(qp, exp, -ECANCELED, 0, r);
+        r->status = nd_status_shown(-ECANCELED);
         atomic_store_explicit(&qp->rq_expected, exp + 1, memory_order_release);
         return ND_XLATE_KEEP;
     }
     receive_result(qp, k, e->status, 0, r);
+    r->status = nd_status_shown(e->status);
     return ND_XLATE_OK;
 }
 

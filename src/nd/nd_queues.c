@@ -121,9 +121,7 @@ ND_API nd_status nd_srq_get_overlapped_result(nd_srq *s, nd_overlapped *ov, int 
 
 ND_API uint32_t nd_cq_get_results(nd_cq *cq, nd_result *results, uint32_t max)
 {
-    uint32_t n = ndc_cq_get_results(cq, results, max);
-
-    for (uint32_t i = 0; i < n; i++)
-        results[i].status = nd_ntstatus(results[i].status);
-    return n;
+    /* A failed result's status is NTSTATUS already: the core writes it as ND shows it
+     * (nd_status_shown), in the failure paths only. */
+    return ndc_cq_get_results(cq, results, max);
 }

@@ -75,11 +75,11 @@ static int32_t ov_shown(int st)
     return nd_ntstatus(st);
 }
 
-static const struct nd_ov_codec ntstatus_codec = { .encode = ov_shown, .decode = nd_core_status_of };
+static const struct nd_status_codec ntstatus_codec = { .encode = ov_shown, .decode = nd_core_status_of };
 
 __attribute__((constructor)) static void use_ntstatus_in_requests(void)
 {
-    nd_ov_use_codec(&ntstatus_codec);
+    nd_use_status_codec(&ntstatus_codec);
 }
 
 #define NAME(code) { code, #code }
