@@ -2,10 +2,14 @@
 /*
  * netdirect-run: run a program on netdirect's libibverbs.so.1 and librdmacm.so.1 (rdma-core
  * 44's ABI), which live in a private directory, never the system library path. That
- * directory goes first in LD_LIBRARY_PATH (the Debian binaries carry no RPATH), then the
+ * directory goes first in LD_LIBRARY_PATH (the Debian binaries carry no RPATH). The device
+ * nd0 gets its entries under /sys/class/infiniband and /dev/infiniband, where programs look
+ * for a device before they use it (UCX, rdma-core's tests): libibverbs writes them into the
+ * user's own directory and the preloaded libnetdirect-devtree.so shows them there. Then the
  * program is executed in place of this one.
  *   netdirect-run CMD [ARGS...]
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -45,6 +49,48 @@ static int find_libdir(char *out, size_t size)
     return -1;
 }
 
+/* Prepend @value to the ':'-separated list in @name. */
+static int env_prepend(const char *name, const char *value)
+{
+    const char *old = getenv(name);
+    size_t len = strlen(value) + (old ? strlen(old) : 0) + 2;
+    char *v = malloc(len);
+    int r;
+
+    if (!v)
+        return -1;
+    if (old && *old)
+        snprintf(v, len, "%s:%s", value, old);
+    else
+        snprintf(v, len, "%s", value);
+    r = setenv(name, v, 1);
+    free(v);
+    return r;
+}
+
+/* Have libibverbs write nd0's device tree and preload what shows it. Without it the program
+ * still runs; it only finds no device where it looks outside the verbs calls. */
+static void publish_device_tree(const char *dir)
+{
+    char lib[PATH_MAX + 32], root[PATH_MAX];
+    int (*publish)(char *, size_t);
+    void *h;
+    int r;
+
+    snprintf(lib, sizeof(lib), "%s/libibverbs.so.1", dir);
+    h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    publish = h ? (int (*)(char *, size_t))dlsym(h, "ndv_devtree_publish") : NULL;
+    r = publish ? publish(root, sizeof(root)) : -ENOENT;
+    if (r < 0) {
+        fprintf(stderr, "netdirect-run: no device tree (%s): /sys/class/infiniband shows no nd0\n",
+                h ? strerror(-r) : dlerror());
+        return;
+    }
+    snprintf(lib, sizeof(lib), "%s/libnetdirect-devtree.so", dir);
+    if (setenv("ND_DEVICE_TREE", root, 1) < 0 || env_prepend("LD_PRELOAD", lib) < 0)
+        perror("netdirect-run: setenv");
+}
+
 int main(int argc, char **argv)
 {
     char dir[PATH_MAX], *path;
@@ -73,6 +119,7 @@ int main(int argc, char **argv)
         perror("netdirect-run: setenv");
         return 127;
     }
+    publish_device_tree(dir);
     execvp(argv[1], argv + 1);
     fprintf(stderr, "netdirect-run: %s: %s\n", argv[1], strerror(errno));
     return errno == ENOENT ? 127 : 126;

@@ -49,6 +49,10 @@ static const struct {
                                       "milliseconds (0 to 10000) an rdma_connect whose dial finds no listener "
                                       "dials again before it reports REJECTED (-ECONNREFUSED): a server between "
                                       "a handshake and its rdma_listen (perftest -R) is waited for" },
+    [ND_KNOB_DEVICE_TREE] = { "ND_DEVICE_TREE", "",
+                              "set by netdirect-run: the directory holding nd0's /sys/class/infiniband, "
+                              "/sys/class/infiniband_verbs and /dev/infiniband entries, which the program "
+                              "sees at those paths (docs/verbs.md, \"The device in sysfs\")" },
 };
 
 const char *nd_env(enum nd_knob knob)

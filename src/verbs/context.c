@@ -136,8 +136,8 @@ static void port_attr(struct ibv_port_attr *a)
     a->max_msg_sz = nd_caps.max_msg_size;
     a->pkey_tbl_len = 1;
     a->max_vl_num = 1;
-    a->active_width = 2;            /* 4X */
-    a->active_speed = 32;           /* EDR: 25 Gb/s a lane, 100 Gb/s at 4X */
+    a->active_width = VB_PORT_WIDTH;
+    a->active_speed = VB_PORT_SPEED;
     a->phys_state = 5;              /* LinkUp */
     a->link_layer = IBV_LINK_LAYER_ETHERNET;
 }
@@ -192,7 +192,7 @@ static void fill_entry(struct ibv_gid_entry *e, const struct vb_gid *g, uint32_t
     e->gid_index = index;
     e->port_num = VB_PORT;
     e->gid_type = IBV_GID_TYPE_ROCE_V2;
-    e->ndev_ifindex = 0;
+    e->ndev_ifindex = g->ifindex;
 }
 
 VB_API int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index, struct ibv_gid_entry *entry,

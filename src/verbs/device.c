@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The device list: one device, "nd0", whose one port carries every address of the network
- * namespace as a GID. No sysfs and no /dev/infiniband: the paths it names are empty.
+ * namespace as a GID. Its sysfs and /dev entries are the device tree's (devtree.c).
  */
 #include "verbs_int.h"
 
@@ -10,6 +10,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -74,7 +76,9 @@ static void device_init(void)
     d->dev.node_type = d->personality == VB_IWARP ? IBV_NODE_RNIC : IBV_NODE_CA;
     d->dev.transport_type = d->personality == VB_IWARP ? IBV_TRANSPORT_IWARP : IBV_TRANSPORT_IB;
     snprintf(d->dev.name, sizeof(d->dev.name), "%s", VB_DEVICE_NAME);
-    snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs-%s", VB_DEVICE_NAME);
+    snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs0");
+    snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/sys/class/infiniband_verbs/uverbs0");
+    snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/sys/class/infiniband/%s", VB_DEVICE_NAME);
     d->guid = node_guid();
 }
 
@@ -102,6 +106,8 @@ uint32_t vb_gids(struct vb_gid *out, uint32_t max)
             if (!gid_usable(ifa) || (ifa->ifa_addr->sa_family == AF_INET) != (pass == 0))
                 continue;
             memset(&out[n], 0, sizeof(out[n]));
+            snprintf(out[n].ifname, sizeof(out[n].ifname), "%s", ifa->ifa_name);
+            out[n].ifindex = if_nametoindex(ifa->ifa_name);
             if (pass == 0) {
                 out[n].gid.raw[10] = out[n].gid.raw[11] = 0xff;
                 memcpy(&out[n].gid.raw[12], &((const struct sockaddr_in *)ifa->ifa_addr)->sin_addr, 4);
@@ -177,25 +183,6 @@ void vb_device_attr(const struct vb_device *d, struct ibv_device_attr *attr)
     attr->phys_port_cnt = 1;
 }
 
-VB_API struct ibv_device **ibv_get_device_list(int *num_devices)
-{
-    struct ibv_device **list = calloc(2, sizeof(*list));
-
-    if (!list) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    list[0] = &vb_device_get()->dev;
-    if (num_devices)
-        *num_devices = 1;
-    return list;
-}
-
-VB_API void ibv_free_device_list(struct ibv_device **list)
-{
-    free(list);
-}
-
 VB_API const char *ibv_get_device_name(struct ibv_device *device)
 {
     return device ? device->name : NULL;
@@ -215,20 +202,37 @@ VB_API int ibv_get_device_index(struct ibv_device *device)
 VB_API int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
 VB_API const char *ibv_get_sysfs_path(void);
 
-/* No sysfs: every attribute file is absent (callers treat that as "not known"). */
+/* The device's files are the device tree's, which netdirect-run shows at /sys: read as
+ * rdma-core does (the trailing newline dropped; -1 where the text would not fit). */
 VB_API int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 {
-    (void)dir;
-    (void)file;
-    (void)buf;
-    (void)size;
-    errno = ENOENT;
-    return -1;
+    char path[PATH_MAX];
+    ssize_t n;
+    int fd;
+
+    if (!dir || !file || !buf || snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path)) {
+        errno = EINVAL;
+        return -1;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    n = read(fd, buf, size);
+    close(fd);
+    if (n > 0) {
+        if (buf[n - 1] == '\n')
+            buf[--n] = 0;
+        else if ((size_t)n < size)
+            buf[n] = 0;
+        else
+            return -1;
+    }
+    return (int)n;
 }
 
 VB_API const char *ibv_get_sysfs_path(void)
 {
-    return "";
+    return "/sys";
 }
 
 /* Memory the library never maps into a child: nothing to prepare for fork. */

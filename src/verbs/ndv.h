@@ -36,6 +36,9 @@ bool ndv_qp_receives_pending(struct ibv_qp *qp);
 int ndv_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg, const char *name);
 /* The core's one status-to-errno table (nd_status_errno). */
 int ndv_status_errno(int st);
+/* Write nd0's device tree (devtree.c) and return its directory: netdirect-run's, before
+ * the program starts. 0 or -errno. */
+int ndv_devtree_publish(char *root, size_t len);
 /* A knob of the one table (core/env.c), as nd_env reads it for libibverbs' core. */
 const char *ndv_env(enum nd_knob knob);
 

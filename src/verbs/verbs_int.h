@@ -19,6 +19,10 @@
 #define VB_API __attribute__((visibility("default")))
 #define VB_PORT 1                   /* the one port */
 #define VB_GID_MAX 128              /* the GID table's length */
+/* The port's width and speed (ibv_query_port: 4X, EDR) as sysfs names them. */
+#define VB_PORT_WIDTH 2
+#define VB_PORT_SPEED 32
+#define VB_PORT_RATE "100 Gb/sec (4X EDR)"
 #define VB_AV_SLOTS 255             /* QPs per AV listener (av.c): the QP number's low byte */
 #define VB_AV_LISTENERS 64
 
@@ -200,6 +204,8 @@ static inline void vb_qp_free(struct vb_qp *q)
 struct vb_gid {
     union ibv_gid gid;
     bool ipv4;
+    char ifname[IF_NAMESIZE];       /* the interface with the address */
+    unsigned ifindex;
 };
 
 static inline struct vb_context *vb_ctx(struct ibv_context *c)
@@ -211,6 +217,10 @@ enum vb_personality vb_personality(void);
 struct vb_device *vb_device_get(void);
 /* The port's GIDs now: IPv4 addresses (IPv4-mapped, RoCE v2) first, then IPv6. */
 uint32_t vb_gids(struct vb_gid *out, uint32_t max);
+/* The device tree (devtree.c): written into the user's directory, 0 or -errno; and
+ * written again where netdirect-run made it. */
+int vb_devtree_publish(char *root, size_t len);
+void vb_devtree_refresh(void);
 uint32_t vb_port_mtu(void);         /* the largest interface MTU, as an IBV_MTU_* */
 void vb_device_attr(const struct vb_device *d, struct ibv_device_attr *attr);
 void vb_ops_fill(struct ibv_context_ops *ops);

@@ -3,7 +3,9 @@
 # build's runtime to preload into those programs, or nothing); exits 77 where that runtime
 # cannot be preloaded (TSan).
 [ -n "${ND_TEST_FOREIGN_SKIP:-}" ] && { echo "not in this build (sanitizer runtime)"; exit 77; }
-pre=${ND_TEST_FOREIGN_PRELOAD:+LD_PRELOAD=$ND_TEST_FOREIGN_PRELOAD}
+# The runtime goes first; netdirect-run's own preload (the device tree, beside the drop-in
+# libraries; $1 of the sourcing script is netdirect-run) stays after it.
+pre=${ND_TEST_FOREIGN_PRELOAD:+LD_PRELOAD=$ND_TEST_FOREIGN_PRELOAD:$(dirname "$1")/../lib/netdirect/libnetdirect-devtree.so}
 foreign_dir=$(dirname "$0")
 tmp=$(mktemp -d)
 foreign_cleanup() {
