@@ -164,7 +164,7 @@ int nd_adapter_create(unsigned ifindex, struct nd_adapter **out)
 }
 
 ND_DOOR int ndc_open_adapter_by_address(const struct sockaddr *addr, uint32_t addr_len,
-                                            nd_adapter **adapter)
+                                        nd_adapter **adapter)
 {
     uint64_t id;
     int st = ndc_resolve_address(addr, addr_len, &id);

@@ -63,7 +63,7 @@ ND_DOOR int ndc_adapter_create_overlapped_file(nd_adapter *a, nd_port **port)
 }
 
 ND_DOOR int ndc_adapter_create_completion_queue(nd_adapter *a, nd_port *port, uint32_t depth,
-                                                    uint16_t group, uintptr_t affinity, nd_cq **cq)
+                                                uint16_t group, uintptr_t affinity, nd_cq **cq)
 {
     if (!nd_adapter_valid(a))
         return -EBADF;
@@ -96,9 +96,9 @@ static int limit_status(enum nd_qp_limit l, bool srq)
     return -EINVAL;
 }
 
-ND_DOOR int ndc_adapter_create_queue_pair(nd_adapter *a, nd_cq *rcq, nd_cq *icq, void *context,
-                                              uint32_t rq_depth, uint32_t iq_depth, uint32_t rq_sge,
-                                              uint32_t iq_sge, uint32_t inline_size, nd_qp **qp)
+/* ND's QP: in INIT, its arguments checked in ND's order (@qp is argument @qp_arg). */
+static int create_qp(nd_adapter *a, nd_cq *rcq, nd_cq *icq, nd_srq *srq, bool with_srq, void *context,
+                     const struct nd_qp_sizes *sz, nd_qp **qp, int qp_arg)
 {
     int st;
 
@@ -108,32 +108,29 @@ ND_DOOR int ndc_adapter_create_queue_pair(nd_adapter *a, nd_cq *rcq, nd_cq *icq,
         return ND_EARG(2);
     if (!cq_of(a, icq))
         return ND_EARG(3);
-    struct nd_qp_sizes sz = { rq_depth, iq_depth, rq_sge, iq_sge, inline_size };
-    if ((st = limit_status(nd_qp_limit_exceeded(&sz, false), false)) != 0)
+    if (with_srq && !nd_srq_valid_of(srq, a))
+        return ND_EARG(4);
+    if ((st = limit_status(nd_qp_limit_exceeded(sz, with_srq), with_srq)) != 0)
         return st;
     if (!qp)
-        return ND_EARG(10);
-    return nd_qp_create(a, rcq, icq, NULL, context, &sz, ND_QPS_INIT, qp);
+        return ND_EARG(qp_arg);
+    return nd_qp_create(a, rcq, icq, srq, context, sz, ND_QPS_INIT, qp);
 }
 
-ND_DOOR int ndc_adapter_create_queue_pair_with_srq(nd_adapter *a, nd_cq *rcq, nd_cq *icq,
-                                                       nd_srq *srq, void *context, uint32_t iq_depth,
-                                                       uint32_t iq_sge, uint32_t inline_size, nd_qp **qp)
+ND_DOOR int ndc_adapter_create_queue_pair(nd_adapter *a, nd_cq *rcq, nd_cq *icq, void *context,
+                                          uint32_t rq_depth, uint32_t iq_depth, uint32_t rq_sge, uint32_t iq_sge,
+                                          uint32_t inline_size, nd_qp **qp)
 {
-    int st;
+    struct nd_qp_sizes sz = { rq_depth, iq_depth, rq_sge, iq_sge, inline_size };
 
-    if (!nd_adapter_valid(a))
-        return -EBADF;
-    if (!cq_of(a, rcq))
-        return ND_EARG(2);
-    if (!cq_of(a, icq))
-        return ND_EARG(3);
-    if (!nd_srq_valid_of(srq, a))
-        return ND_EARG(4);
+    return create_qp(a, rcq, icq, NULL, false, context, &sz, qp, 10);
+}
+
+ND_DOOR int ndc_adapter_create_queue_pair_with_srq(nd_adapter *a, nd_cq *rcq, nd_cq *icq, nd_srq *srq,
+                                                   void *context, uint32_t iq_depth, uint32_t iq_sge,
+                                                   uint32_t inline_size, nd_qp **qp)
+{
     struct nd_qp_sizes sz = { 0, iq_depth, 0, iq_sge, inline_size };
-    if ((st = limit_status(nd_qp_limit_exceeded(&sz, true), true)) != 0)
-        return st;
-    if (!qp)
-        return ND_EARG(9);
-    return nd_qp_create(a, rcq, icq, srq, context, &sz, ND_QPS_INIT, qp);
+
+    return create_qp(a, rcq, icq, srq, true, context, &sz, qp, 9);
 }

@@ -637,8 +637,8 @@ static int redirect(struct nd_connector *c)
 }
 
 ND_DOOR int ndc_connector_connect(nd_connector *c, nd_qp *qp, const struct sockaddr *dest, uint32_t dest_len,
-                                      uint32_t ird, uint32_t ord, const void *pdata, uint32_t plen,
-                                      nd_overlapped *ov)
+                                  uint32_t ird, uint32_t ord, const void *pdata, uint32_t plen,
+                                  nd_overlapped *ov)
 {
     int st;
 
@@ -736,7 +736,7 @@ void nd_connector_take_request(struct nd_connector *c, const struct nd_transport
 }
 
 ND_DOOR int ndc_connector_accept(nd_connector *c, nd_qp *qp, uint32_t ird, uint32_t ord, const void *pdata,
-                                     uint32_t plen, nd_overlapped *ov)
+                                 uint32_t plen, nd_overlapped *ov)
 {
     struct nd_cm_msg rep;
     struct nd_ovbatch b;

@@ -157,13 +157,13 @@ static int post_rdma(nd_qp *qp, uint8_t type, void *ctx, const nd_sge *sge, uint
 }
 
 ND_DOOR int ndc_qp_read(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
-                            uint32_t rtoken, uint32_t flags)
+                        uint32_t rtoken, uint32_t flags)
 {
     return post_rdma(qp, ND_REQUEST_TYPE_READ, ctx, sge, nsge, raddr, rtoken, flags, READ_FLAGS, 0);
 }
 
 ND_DOOR int ndc_qp_write(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
-                             uint32_t rtoken, uint32_t flags)
+                         uint32_t rtoken, uint32_t flags)
 {
     return post_rdma(qp, ND_REQUEST_TYPE_WRITE, ctx, sge, nsge, raddr, rtoken, flags, WRITE_FLAGS, 0);
 }
@@ -323,7 +323,7 @@ int nd_qp_bind_keyed(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf
 }
 
 ND_DOOR int ndc_qp_bind(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf, size_t len,
-                            uint32_t flags)
+                        uint32_t flags)
 {
     return nd_qp_bind_keyed(qp, ctx, mr, mw, buf, len, flags, ND_KEY_NEXT, false);
 }

@@ -124,8 +124,8 @@ static void srq_free(struct nd_srq *s)
 }
 
 ND_DOOR int ndc_adapter_create_shared_receive_queue(nd_adapter *a, nd_port *port, uint32_t depth,
-                                                        uint32_t max_request_sge, uint32_t notify_threshold,
-                                                        uint16_t group, uintptr_t affinity, nd_srq **out)
+                                                    uint32_t max_request_sge, uint32_t notify_threshold,
+                                                    uint16_t group, uintptr_t affinity, nd_srq **out)
 {
     struct nd_srq *s;
 

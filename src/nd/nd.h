@@ -20,4 +20,11 @@ static inline __attribute__((always_inline)) nd_status nd_ntstatus(int st)
     return ND_LIKELY(st == 0) ? ND_SUCCESS : nd_ntstatus_of(st);
 }
 
+/* ND's entry point nd_@name: the door call ndc_@name, its status in NTSTATUS. */
+#define ND_ENTRY(name, params, args)                    \
+    ND_API nd_status nd_##name params                   \
+    {                                                   \
+        return nd_ntstatus(ndc_##name args);            \
+    }
+
 #endif

@@ -8,13 +8,10 @@ static int request_usable(const nd_overlapped *ov, int arg)
 {
     if (!ov)
         return ND_EARG(arg);
-    return nd_ov_is_pending(ov) ? -EINVAL : 0;     /* still in use by an earlier request */
+    return nd_ov_is_pending(ov) ? -EINVAL : 0; /* still in use by an earlier request */
 }
 
-ND_API nd_status nd_adapter_create_memory_region(nd_adapter *a, nd_port *port, nd_mr **out)
-{
-    return nd_ntstatus(ndc_adapter_create_memory_region(a, port, out));
-}
+ND_ENTRY(adapter_create_memory_region, (nd_adapter *a, nd_port *port, nd_mr **out), (a, port, out))
 
 ND_API nd_status nd_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t flags, nd_overlapped *ov)
 {
@@ -40,32 +37,17 @@ ND_API uint32_t nd_mr_get_remote_token(nd_mr *mr)
     return ndc_mr_get_remote_token(mr);
 }
 
-ND_API nd_status nd_mr_cancel_overlapped_requests(nd_mr *mr)
-{
-    return nd_ntstatus(ndc_mr_cancel_overlapped_requests(mr));
-}
+ND_ENTRY(mr_cancel_overlapped_requests, (nd_mr *mr), (mr))
 
-ND_API nd_status nd_mr_get_overlapped_result(nd_mr *mr, nd_overlapped *ov, int wait)
-{
-    return nd_ntstatus(ndc_mr_get_overlapped_result(mr, ov, wait));
-}
+ND_ENTRY(mr_get_overlapped_result, (nd_mr *mr, nd_overlapped *ov, int wait), (mr, ov, wait))
 
-ND_API nd_status nd_mr_close(nd_mr *mr)
-{
-    return nd_ntstatus(ndc_mr_close(mr));
-}
+ND_ENTRY(mr_close, (nd_mr *mr), (mr))
 
-ND_API nd_status nd_adapter_create_memory_window(nd_adapter *a, nd_mw **out)
-{
-    return nd_ntstatus(ndc_adapter_create_memory_window(a, out));
-}
+ND_ENTRY(adapter_create_memory_window, (nd_adapter *a, nd_mw **out), (a, out))
 
 ND_API uint32_t nd_mw_get_remote_token(nd_mw *mw)
 {
     return ndc_mw_get_remote_token(mw);
 }
 
-ND_API nd_status nd_mw_close(nd_mw *mw)
-{
-    return nd_ntstatus(ndc_mw_close(mw));
-}
+ND_ENTRY(mw_close, (nd_mw *mw), (mw))

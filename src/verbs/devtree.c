@@ -56,6 +56,8 @@ static int make_parents(char *path)
 }
 
 /* Replace @root/@rel atomically: readers see the old file or the new one. */
+static int put_file(const char *root, const char *rel, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 static int put_file(const char *root, const char *rel, const char *fmt, ...)
 {
     char path[PATH_MAX], tmp[PATH_MAX + 32], text[256];

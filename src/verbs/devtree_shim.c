@@ -56,55 +56,36 @@ static const char *in_tree(const char *path, char *buf, size_t len)
 
 #define NEXT(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
 #define TREE_PATH(p) char buf_[PATH_MAX]; const char *p##_t = in_tree(p, buf_, sizeof(buf_))
+/* A call whose argument @path names a file: the same call with the tree's name for it. */
+#define PATH_CALL(ret, name, params, args)  \
+    SHIM_API ret name params                \
+    {                                       \
+        TREE_PATH(path);                    \
+        return NEXT(name) args;             \
+    }
 
-static mode_t mode_arg(int flags, va_list ap)
-{
-    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
-}
+/* open and its kin: their mode argument is there only with O_CREAT or O_TMPFILE. */
+#define OPEN_CALL(name, params, args)                                                        \
+    SHIM_API int name params                                                                 \
+    {                                                                                        \
+        va_list ap;                                                                          \
+        mode_t m = 0;                                                                        \
+        TREE_PATH(path);                                                                     \
+                                                                                             \
+        va_start(ap, flags);                                                                 \
+        if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)                           \
+            m = (mode_t)va_arg(ap, int);                                                     \
+        va_end(ap);                                                                          \
+        return NEXT(name) args;                                                              \
+    }
 
-SHIM_API int open(const char *path, int flags, ...)
-{
-    va_list ap;
-    TREE_PATH(path);
+OPEN_CALL(open, (const char *path, int flags, ...), (path_t, flags, m))
 
-    va_start(ap, flags);
-    mode_t m = mode_arg(flags, ap);
-    va_end(ap);
-    return NEXT(open)(path_t, flags, m);
-}
+OPEN_CALL(open64, (const char *path, int flags, ...), (path_t, flags, m))
 
-SHIM_API int open64(const char *path, int flags, ...)
-{
-    va_list ap;
-    TREE_PATH(path);
+OPEN_CALL(openat, (int dirfd, const char *path, int flags, ...), (dirfd, path_t, flags, m))
 
-    va_start(ap, flags);
-    mode_t m = mode_arg(flags, ap);
-    va_end(ap);
-    return NEXT(open64)(path_t, flags, m);
-}
-
-SHIM_API int openat(int dirfd, const char *path, int flags, ...)
-{
-    va_list ap;
-    TREE_PATH(path);
-
-    va_start(ap, flags);
-    mode_t m = mode_arg(flags, ap);
-    va_end(ap);
-    return NEXT(openat)(dirfd, path_t, flags, m);
-}
-
-SHIM_API int openat64(int dirfd, const char *path, int flags, ...)
-{
-    va_list ap;
-    TREE_PATH(path);
-
-    va_start(ap, flags);
-    mode_t m = mode_arg(flags, ap);
-    va_end(ap);
-    return NEXT(openat64)(dirfd, path_t, flags, m);
-}
+OPEN_CALL(openat64, (int dirfd, const char *path, int flags, ...), (dirfd, path_t, flags, m))
 
 /* The fortified entry points a program built with _FORTIFY_SOURCE calls instead. */
 int __open_2(const char *path, int flags);
@@ -112,83 +93,31 @@ int __open64_2(const char *path, int flags);
 int __openat_2(int dirfd, const char *path, int flags);
 int __openat64_2(int dirfd, const char *path, int flags);
 
-SHIM_API int __open_2(const char *path, int flags)
-{
-    TREE_PATH(path);
-    return NEXT(__open_2)(path_t, flags);
-}
+PATH_CALL(int, __open_2, (const char *path, int flags), (path_t, flags))
 
-SHIM_API int __open64_2(const char *path, int flags)
-{
-    TREE_PATH(path);
-    return NEXT(__open64_2)(path_t, flags);
-}
+PATH_CALL(int, __open64_2, (const char *path, int flags), (path_t, flags))
 
-SHIM_API int __openat_2(int dirfd, const char *path, int flags)
-{
-    TREE_PATH(path);
-    return NEXT(__openat_2)(dirfd, path_t, flags);
-}
+PATH_CALL(int, __openat_2, (int dirfd, const char *path, int flags), (dirfd, path_t, flags))
 
-SHIM_API int __openat64_2(int dirfd, const char *path, int flags)
-{
-    TREE_PATH(path);
-    return NEXT(__openat64_2)(dirfd, path_t, flags);
-}
+PATH_CALL(int, __openat64_2, (int dirfd, const char *path, int flags), (dirfd, path_t, flags))
 
-SHIM_API FILE *fopen(const char *path, const char *mode)
-{
-    TREE_PATH(path);
-    return NEXT(fopen)(path_t, mode);
-}
+PATH_CALL(FILE *, fopen, (const char *path, const char *mode), (path_t, mode))
 
-SHIM_API FILE *fopen64(const char *path, const char *mode)
-{
-    TREE_PATH(path);
-    return NEXT(fopen64)(path_t, mode);
-}
+PATH_CALL(FILE *, fopen64, (const char *path, const char *mode), (path_t, mode))
 
-SHIM_API int stat(const char *path, struct stat *st)
-{
-    TREE_PATH(path);
-    return NEXT(stat)(path_t, st);
-}
+PATH_CALL(int, stat, (const char *path, struct stat *st), (path_t, st))
 
-SHIM_API int stat64(const char *path, struct stat64 *st)
-{
-    TREE_PATH(path);
-    return NEXT(stat64)(path_t, st);
-}
+PATH_CALL(int, stat64, (const char *path, struct stat64 *st), (path_t, st))
 
-SHIM_API int lstat(const char *path, struct stat *st)
-{
-    TREE_PATH(path);
-    return NEXT(lstat)(path_t, st);
-}
+PATH_CALL(int, lstat, (const char *path, struct stat *st), (path_t, st))
 
-SHIM_API int lstat64(const char *path, struct stat64 *st)
-{
-    TREE_PATH(path);
-    return NEXT(lstat64)(path_t, st);
-}
+PATH_CALL(int, lstat64, (const char *path, struct stat64 *st), (path_t, st))
 
-SHIM_API int fstatat(int dirfd, const char *path, struct stat *st, int flags)
-{
-    TREE_PATH(path);
-    return NEXT(fstatat)(dirfd, path_t, st, flags);
-}
+PATH_CALL(int, fstatat, (int dirfd, const char *path, struct stat *st, int flags), (dirfd, path_t, st, flags))
 
-SHIM_API int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
-{
-    TREE_PATH(path);
-    return NEXT(fstatat64)(dirfd, path_t, st, flags);
-}
+PATH_CALL(int, fstatat64, (int dirfd, const char *path, struct stat64 *st, int flags), (dirfd, path_t, st, flags))
 
-SHIM_API int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *st)
-{
-    TREE_PATH(path);
-    return NEXT(statx)(dirfd, path_t, flags, mask, st);
-}
+PATH_CALL(int, statx, (int dirfd, const char *path, int flags, unsigned int mask, struct statx *st), (dirfd, path_t, flags, mask, st))
 
 /* glibc before 2.33 had programs call these for stat, lstat and fstatat. */
 int __xstat(int ver, const char *path, struct stat *st);
@@ -198,86 +127,30 @@ int __lxstat64(int ver, const char *path, struct stat64 *st);
 int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags);
 int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags);
 
-SHIM_API int __xstat(int ver, const char *path, struct stat *st)
-{
-    TREE_PATH(path);
-    return NEXT(__xstat)(ver, path_t, st);
-}
+PATH_CALL(int, __xstat, (int ver, const char *path, struct stat *st), (ver, path_t, st))
 
-SHIM_API int __xstat64(int ver, const char *path, struct stat64 *st)
-{
-    TREE_PATH(path);
-    return NEXT(__xstat64)(ver, path_t, st);
-}
+PATH_CALL(int, __xstat64, (int ver, const char *path, struct stat64 *st), (ver, path_t, st))
 
-SHIM_API int __lxstat(int ver, const char *path, struct stat *st)
-{
-    TREE_PATH(path);
-    return NEXT(__lxstat)(ver, path_t, st);
-}
+PATH_CALL(int, __lxstat, (int ver, const char *path, struct stat *st), (ver, path_t, st))
 
-SHIM_API int __lxstat64(int ver, const char *path, struct stat64 *st)
-{
-    TREE_PATH(path);
-    return NEXT(__lxstat64)(ver, path_t, st);
-}
+PATH_CALL(int, __lxstat64, (int ver, const char *path, struct stat64 *st), (ver, path_t, st))
 
-SHIM_API int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
-{
-    TREE_PATH(path);
-    return NEXT(__fxstatat)(ver, dirfd, path_t, st, flags);
-}
+PATH_CALL(int, __fxstatat, (int ver, int dirfd, const char *path, struct stat *st, int flags), (ver, dirfd, path_t, st, flags))
 
-SHIM_API int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
-{
-    TREE_PATH(path);
-    return NEXT(__fxstatat64)(ver, dirfd, path_t, st, flags);
-}
+PATH_CALL(int, __fxstatat64, (int ver, int dirfd, const char *path, struct stat64 *st, int flags), (ver, dirfd, path_t, st, flags))
 
-SHIM_API int access(const char *path, int mode)
-{
-    TREE_PATH(path);
-    return NEXT(access)(path_t, mode);
-}
+PATH_CALL(int, access, (const char *path, int mode), (path_t, mode))
 
-SHIM_API int faccessat(int dirfd, const char *path, int mode, int flags)
-{
-    TREE_PATH(path);
-    return NEXT(faccessat)(dirfd, path_t, mode, flags);
-}
+PATH_CALL(int, faccessat, (int dirfd, const char *path, int mode, int flags), (dirfd, path_t, mode, flags))
 
-SHIM_API int euidaccess(const char *path, int mode)
-{
-    TREE_PATH(path);
-    return NEXT(euidaccess)(path_t, mode);
-}
+PATH_CALL(int, euidaccess, (const char *path, int mode), (path_t, mode))
 
-SHIM_API int eaccess(const char *path, int mode)
-{
-    TREE_PATH(path);
-    return NEXT(eaccess)(path_t, mode);
-}
+PATH_CALL(int, eaccess, (const char *path, int mode), (path_t, mode))
 
-SHIM_API DIR *opendir(const char *path)
-{
-    TREE_PATH(path);
-    return NEXT(opendir)(path_t);
-}
+PATH_CALL(DIR *, opendir, (const char *path), (path_t))
 
-SHIM_API ssize_t readlink(const char *path, char *out, size_t len)
-{
-    TREE_PATH(path);
-    return NEXT(readlink)(path_t, out, len);
-}
+PATH_CALL(ssize_t, readlink, (const char *path, char *out, size_t len), (path_t, out, len))
 
-SHIM_API ssize_t readlinkat(int dirfd, const char *path, char *out, size_t len)
-{
-    TREE_PATH(path);
-    return NEXT(readlinkat)(dirfd, path_t, out, len);
-}
+PATH_CALL(ssize_t, readlinkat, (int dirfd, const char *path, char *out, size_t len), (dirfd, path_t, out, len))
 
-SHIM_API char *realpath(const char *path, char *out)
-{
-    TREE_PATH(path);
-    return NEXT(realpath)(path_t, out);
-}
+PATH_CALL(char *, realpath, (const char *path, char *out), (path_t, out))
