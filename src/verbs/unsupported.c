@@ -15,31 +15,6 @@ VB_API struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
     return NULL;                    /* as rdma-core for a QP made without send ops flags */
 }
 
-VB_API struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-    (void)pd;
-    (void)attr;
-    errno = EOPNOTSUPP;
-    return NULL;
-}
-
-VB_API struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
-                                            uint8_t port_num)
-{
-    (void)pd;
-    (void)wc;
-    (void)grh;
-    (void)port_num;
-    errno = EOPNOTSUPP;
-    return NULL;
-}
-
-VB_API int ibv_destroy_ah(struct ibv_ah *ah)
-{
-    (void)ah;
-    return EINVAL;
-}
-
 VB_API int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
     (void)qp;
