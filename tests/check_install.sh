@@ -29,6 +29,9 @@ for page in man1/nd_info.1 man1/nd_test.1 man1/nd_rping_compat.1 man7/netdirect.
 done
 # netdirect-run finds the installed verbs library (its private directory) and runs a program.
 "$tmp/prefix/bin/netdirect-run" true || { echo "installed netdirect-run did not run"; exit 1; }
+# ... and shows nd0's device tree: the device node UCX looks for, and its sysfs directory.
+"$tmp/prefix/bin/netdirect-run" sh -c 'test -c /dev/infiniband/uverbs0 && test -r /sys/class/infiniband/nd0/node_guid' ||
+    { echo "installed netdirect-run shows no device tree"; exit 1; }
 [ -n "$(find "$tmp/prefix" -path '*/netdirect/libibverbs.so.1')" ] || { echo "libibverbs.so.1 not installed"; exit 1; }
 echo "installed; consumer built with pkg-config and ran; man pages in place"
 # The Debian package (scripts/package.sh makes it with prefix /usr; here from this build):
@@ -39,7 +42,8 @@ if command -v cpack > /dev/null && command -v dpkg-deb > /dev/null && [ -f "$bui
     deb=$(ls "$tmp"/pkg/netdirect_*.deb)
     dpkg-deb -c "$deb" | awk '{print $6}' > "$tmp/contents"
     for f in bin/netdirect-run bin/nd_info bin/nd_test 'netdirect/libibverbs\.so\.1$' 'netdirect/librdmacm\.so\.1$' \
-             'netdirect/libmlx5\.so\.1$' 'netdirect/libefa\.so\.1$' 'libnetdirect\.so\.0$' 'libnetdirect-spi\.so\.0$' \
+             'netdirect/libmlx5\.so\.1$' 'netdirect/libefa\.so\.1$' 'netdirect/libnetdirect-devtree\.so$' \
+             'libnetdirect\.so\.0$' 'libnetdirect-spi\.so\.0$' \
              pkgconfig/netdirect.pc pkgconfig/netdirect-spi.pc include/netdirect/netdirect.h include/ndspi/ndspi.h \
              man7/netdirect.7 man1/netdirect-run.1 man3/nd_qp.3; do
         grep -q "$f" "$tmp/contents" || { echo "the package lacks $f"; exit 1; }
