@@ -72,7 +72,7 @@ static int put_file(const char *root, const char *rel, const char *fmt, ...)
     snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
     if (make_parents(path) < 0)
         return -errno;
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);     /* read-only, as sysfs shows it */
     if (fd < 0)
         return -errno;
     if (write(fd, text, (size_t)n) != n || close(fd) < 0 || rename(tmp, path) < 0) {

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define SHIM_API __attribute__((visibility("default")))
@@ -154,3 +155,14 @@ PATH_CALL(ssize_t, readlink, (const char *path, char *out, size_t len), (path_t,
 PATH_CALL(ssize_t, readlinkat, (int dirfd, const char *path, char *out, size_t len), (dirfd, path_t, out, len))
 
 PATH_CALL(char *, realpath, (const char *path, char *out), (path_t, out))
+
+/* ls -l asks for each file's security label (libselinux) and ACL. */
+PATH_CALL(ssize_t, getxattr, (const char *path, const char *name, void *value, size_t size),
+          (path_t, name, value, size))
+
+PATH_CALL(ssize_t, lgetxattr, (const char *path, const char *name, void *value, size_t size),
+          (path_t, name, value, size))
+
+PATH_CALL(ssize_t, listxattr, (const char *path, char *list, size_t size), (path_t, list, size))
+
+PATH_CALL(ssize_t, llistxattr, (const char *path, char *list, size_t size), (path_t, list, size))
