@@ -32,6 +32,13 @@ enum vb_personality vb_personality(void)
     return !strcmp(nd_env(ND_KNOB_VERBS_PERSONALITY), "iwarp") ? VB_IWARP : VB_ROCE;
 }
 
+/* As ND_VERBS_PERSONALITY spells it; the device tree's directories are named so
+ * (devtree_shim.c reads the variable the same way: "iwarp", or else "roce"). */
+const char *vb_personality_name(enum vb_personality p)
+{
+    return p == VB_IWARP ? "iwarp" : "roce";
+}
+
 /* The node GUID: the first interface MAC as an EUI-64 (as rxe and siw derive theirs), or
  * a locally administered value from the host id where there is none (lo alone). */
 static uint64_t node_guid(void)

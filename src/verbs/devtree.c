@@ -187,7 +187,8 @@ static int put_port(const char *root, const char *dev)
     return r;
 }
 
-static int put_device(const char *root, const struct vb_device *d)
+/* The tree of nd0 as a program with @personality sees it (only the node type differs). */
+static int put_device(const char *root, const struct vb_device *d, enum vb_personality personality)
 {
     const uint8_t *g = (const uint8_t *)&d->guid;
     char guid[32];
@@ -196,7 +197,7 @@ static int put_device(const char *root, const struct vb_device *d)
     snprintf(guid, sizeof(guid), "%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0], g[1], g[2], g[3], g[4], g[5], g[6],
              g[7]);
     r |= put_file(root, "sys/class/infiniband/nd0/node_type", "%s\n",
-                  d->dev.node_type == IBV_NODE_RNIC ? "4: RNIC" : "1: CA");
+                  personality == VB_IWARP ? "4: RNIC" : "1: CA");
     r |= put_file(root, "sys/class/infiniband/nd0/node_guid", "%s\n", guid);
     r |= put_file(root, "sys/class/infiniband/nd0/sys_image_guid", "%s\n", guid);
     r |= put_file(root, "sys/class/infiniband/nd0/fw_ver", "%s\n", ND_VERSION_STRING);
@@ -225,8 +226,20 @@ static int own_dir(const char *path)
     return S_ISDIR(st.st_mode) && st.st_uid == getuid() && !(st.st_mode & 022) ? 0 : -EPERM;
 }
 
-/* Write the tree and return its directory in @root: one per user and network namespace,
- * rewritten in place. */
+/* The tree of a personality below @root: programs in one namespace may differ in it. */
+static int put_personality(const char *root, enum vb_personality personality)
+{
+    char dir[PATH_MAX];
+
+    if (snprintf(dir, sizeof(dir), "%s/%s", root, vb_personality_name(personality)) >= (int)sizeof(dir))
+        return -ENAMETOOLONG;
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    return put_device(dir, vb_device_get(), personality) ? -EIO : 0;
+}
+
+/* Write the trees (one per personality) and return their directory in @root: one per user
+ * and network namespace, rewritten in place. */
 int vb_devtree_publish(char *root, size_t len)
 {
     char base[PATH_MAX - 64];
@@ -240,17 +253,17 @@ int vb_devtree_publish(char *root, size_t len)
         return -ENAMETOOLONG;
     if (mkdir(root, 0755) < 0 && errno != EEXIST)
         return -errno;
-    r = own_dir(root);
-    return r ? r : put_device(root, vb_device_get()) ? -EIO : 0;
+    if ((r = own_dir(root)) < 0 || (r = put_personality(root, VB_ROCE)) < 0)
+        return r;
+    return put_personality(root, VB_IWARP);
 }
 
-/* ibv_get_device_list: the tree netdirect-run made follows the addresses and the
- * personality of now (a program may have set ND_VERBS_PERSONALITY itself). */
+/* ibv_get_device_list: the tree netdirect-run made follows the addresses of now. */
 void vb_devtree_refresh(void)
 {
     const char *tree = nd_env(ND_KNOB_DEVICE_TREE);
 
-    if (*tree == '/' && own_dir(tree) == 0 && put_device(tree, vb_device_get()))
+    if (*tree == '/' && own_dir(tree) == 0 && put_personality(tree, vb_device_get()->personality) < 0)
         nd_log(ND_LOG_WARN, ND_SUB_VERBS, "device tree %s: not all of it could be written", tree);
 }
 

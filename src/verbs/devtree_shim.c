@@ -26,13 +26,20 @@
 
 #define SHIM_API __attribute__((visibility("default")))
 
-static const char *tree;    /* ND_DEVICE_TREE, read once at load; NULL: pass everything */
+static char tree[PATH_MAX]; /* ND_DEVICE_TREE/<personality>, fixed at load; "": pass everything */
 
+/* The tree of this program's personality: ND_VERBS_PERSONALITY "iwarp", or else "roce", as
+ * libibverbs reads it (vb_personality). */
 __attribute__((constructor)) static void shim_init(void)
 {
-    const char *t = getenv("ND_DEVICE_TREE");
+    const char *t = getenv("ND_DEVICE_TREE"), *p = getenv("ND_VERBS_PERSONALITY");
+    int n;
 
-    tree = t && t[0] == '/' ? t : NULL;
+    if (!t || t[0] != '/')
+        return;
+    n = snprintf(tree, sizeof(tree), "%s/%s", t, p && !strcmp(p, "iwarp") ? "iwarp" : "roce");
+    if (n < 0 || (size_t)n >= sizeof(tree))
+        tree[0] = 0;
 }
 
 /* @path's place in the tree, in @buf; @path itself when it is not the device's. */
@@ -41,7 +48,7 @@ static const char *in_tree(const char *path, char *buf, size_t len)
     static const char *const dirs[] = { "/sys/class/infiniband", "/sys/class/infiniband_verbs",
                                         "/sys/class/infiniband_mad", "/dev/infiniband" };
 
-    if (!tree || !path || path[0] != '/')
+    if (!tree[0] || !path || path[0] != '/')
         return path;
     for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
         size_t n = strlen(dirs[i]);

@@ -214,6 +214,7 @@ static inline struct vb_context *vb_ctx(struct ibv_context *c)
 }
 
 enum vb_personality vb_personality(void);
+const char *vb_personality_name(enum vb_personality p);
 struct vb_device *vb_device_get(void);
 /* The port's GIDs now: IPv4 addresses (IPv4-mapped, RoCE v2) first, then IPv6. */
 uint32_t vb_gids(struct vb_gid *out, uint32_t max);
