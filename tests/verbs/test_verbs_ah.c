@@ -14,13 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        if (!(c)) {                                                          \
-            fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #c);   \
-            exit(1);                                                         \
-        }                                                                    \
-    } while (0)
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s (errno %d)\n", __FILE__, __LINE__, #c, errno); exit(1); } } while (0)
 
 static struct ibv_pd *pd;
 

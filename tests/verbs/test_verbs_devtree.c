@@ -9,23 +9,18 @@
  * Usage: netdirect-run test_verbs_devtree   (77 where netdirect-run did not set it up)
  */
 #include <dirent.h>
-#include <limits.h>
-#include <stdbool.h>
+#include <errno.h>
 #include <infiniband/verbs.h>
+#include <limits.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CHECK(c)                                                             \
-    do {                                                                     \
-        if (!(c)) {                                                          \
-            fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #c);   \
-            exit(1);                                                         \
-        }                                                                    \
-    } while (0)
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: %s (errno %d)\n", __FILE__, __LINE__, #c, errno); exit(1); } } while (0)
 
 /* rdma-core's helpers (IBVERBS_1.0), declared in its driver header only. */
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
