@@ -17,12 +17,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* nd0's directory in the tree. */
+#define IBDEV "sys/class/infiniband/nd0"
 
 static int own_dir(const char *path);
 
@@ -140,34 +144,34 @@ static void gid_text(const union ibv_gid *g, char *out, size_t len)
              b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-static int put_port(const char *root, const char *dev)
+/* The port, whose GIDs are @gids[@n]. */
+static int put_port(const char *root, const struct vb_gid *gids, uint32_t n)
 {
-    struct vb_gid gids[VB_GID_MAX];
-    uint32_t n = vb_gids(gids, VB_GID_MAX), slots = n ? n : 1;
+    uint32_t slots = n ? n : 1;
     const char *ifnames[VB_GID_MAX + 1] = { 0 };
     uint32_t nifs = 0;
     char rel[128], text[64];
     int r = 0;
 
-    r |= put_file(root, "sys/class/infiniband/nd0/ports/1/state", "4: ACTIVE\n");
-    r |= put_file(root, "sys/class/infiniband/nd0/ports/1/phys_state", "5: LinkUp\n");
-    r |= put_file(root, "sys/class/infiniband/nd0/ports/1/link_layer", "Ethernet\n");
-    r |= put_file(root, "sys/class/infiniband/nd0/ports/1/rate", "%s\n", VB_PORT_RATE);
-    r |= put_file(root, "sys/class/infiniband/nd0/ports/1/lid", "0x0\n");
-    r |= put_file(root, "sys/class/infiniband/nd0/ports/1/sm_lid", "0x0\n");
-    r |= put_file(root, "sys/class/infiniband/nd0/ports/1/lid_mask_count", "0\n");
-    r |= put_file(root, "sys/class/infiniband/nd0/ports/1/cap_mask", "0x%08x\n", (unsigned)IBV_PORT_CM_SUP);
+    r |= put_file(root, IBDEV "/ports/1/state", "4: ACTIVE\n");
+    r |= put_file(root, IBDEV "/ports/1/phys_state", "5: LinkUp\n");
+    r |= put_file(root, IBDEV "/ports/1/link_layer", "Ethernet\n");
+    r |= put_file(root, IBDEV "/ports/1/rate", "%s\n", VB_PORT_RATE);
+    r |= put_file(root, IBDEV "/ports/1/lid", "0x0\n");
+    r |= put_file(root, IBDEV "/ports/1/sm_lid", "0x0\n");
+    r |= put_file(root, IBDEV "/ports/1/lid_mask_count", "0\n");
+    r |= put_file(root, IBDEV "/ports/1/cap_mask", "0x%08x\n", (unsigned)IBV_PORT_CM_SUP);
     for (uint32_t i = 0; i < slots; i++) {
         union ibv_gid empty = { 0 };
 
         gid_text(i < n ? &gids[i].gid : &empty, text, sizeof(text));
-        snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/1/gids/%u", dev, i);
+        snprintf(rel, sizeof(rel), IBDEV "/ports/1/gids/%u", i);
         r |= put_file(root, rel, "%s\n", text);
         if (i >= n)
             continue;
-        snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/1/gid_attrs/types/%u", dev, i);
+        snprintf(rel, sizeof(rel), IBDEV "/ports/1/gid_attrs/types/%u", i);
         r |= put_file(root, rel, "RoCE v2\n");
-        snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/1/gid_attrs/ndevs/%u", dev, i);
+        snprintf(rel, sizeof(rel), IBDEV "/ports/1/gid_attrs/ndevs/%u", i);
         r |= put_file(root, rel, "%s\n", gids[i].ifname);
         bool seen = false;
 
@@ -175,20 +179,21 @@ static int put_port(const char *root, const char *dev)
             seen = !strcmp(ifnames[k], gids[i].ifname);
         if (!seen) {
             ifnames[nifs++] = gids[i].ifname;
-            snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/device/net/%s", dev, gids[i].ifname);
+            snprintf(rel, sizeof(rel), IBDEV "/device/net/%s", gids[i].ifname);
             snprintf(text, sizeof(text), "/sys/class/net/%s", gids[i].ifname);
             r |= put_link(root, rel, text);
         }
     }
-    prune(root, "sys/class/infiniband/nd0/ports/1/gids", NULL, slots);
-    prune(root, "sys/class/infiniband/nd0/ports/1/gid_attrs/types", NULL, n);
-    prune(root, "sys/class/infiniband/nd0/ports/1/gid_attrs/ndevs", NULL, n);
-    prune(root, "sys/class/infiniband/nd0/device/net", ifnames, 0);
+    prune(root, IBDEV "/ports/1/gids", NULL, slots);
+    prune(root, IBDEV "/ports/1/gid_attrs/types", NULL, n);
+    prune(root, IBDEV "/ports/1/gid_attrs/ndevs", NULL, n);
+    prune(root, IBDEV "/device/net", ifnames, 0);
     return r;
 }
 
 /* The tree of nd0 as a program with @personality sees it (only the node type differs). */
-static int put_device(const char *root, const struct vb_device *d, enum vb_personality personality)
+static int put_device(const char *root, const struct vb_device *d, enum vb_personality personality,
+                      const struct vb_gid *gids, uint32_t n)
 {
     const uint8_t *g = (const uint8_t *)&d->guid;
     char guid[32];
@@ -196,16 +201,16 @@ static int put_device(const char *root, const struct vb_device *d, enum vb_perso
 
     snprintf(guid, sizeof(guid), "%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0], g[1], g[2], g[3], g[4], g[5], g[6],
              g[7]);
-    r |= put_file(root, "sys/class/infiniband/nd0/node_type", "%s\n",
+    r |= put_file(root, IBDEV "/node_type", "%s\n",
                   personality == VB_IWARP ? "4: RNIC" : "1: CA");
-    r |= put_file(root, "sys/class/infiniband/nd0/node_guid", "%s\n", guid);
-    r |= put_file(root, "sys/class/infiniband/nd0/sys_image_guid", "%s\n", guid);
-    r |= put_file(root, "sys/class/infiniband/nd0/fw_ver", "%s\n", ND_VERSION_STRING);
-    r |= put_file(root, "sys/class/infiniband/nd0/hca_type", "netdirect\n");
-    r |= put_file(root, "sys/class/infiniband/nd0/hw_rev", "0\n");
-    r |= put_file(root, "sys/class/infiniband/nd0/board_id", "netdirect\n");
-    r |= put_file(root, "sys/class/infiniband/nd0/node_desc", "netdirect nd0\n");
-    r |= put_file(root, "sys/class/infiniband/nd0/device/numa_node", "-1\n");
+    r |= put_file(root, IBDEV "/node_guid", "%s\n", guid);
+    r |= put_file(root, IBDEV "/sys_image_guid", "%s\n", guid);
+    r |= put_file(root, IBDEV "/fw_ver", "%s\n", ND_VERSION_STRING);
+    r |= put_file(root, IBDEV "/hca_type", "netdirect\n");
+    r |= put_file(root, IBDEV "/hw_rev", "0\n");
+    r |= put_file(root, IBDEV "/board_id", "netdirect\n");
+    r |= put_file(root, IBDEV "/node_desc", "netdirect nd0\n");
+    r |= put_file(root, IBDEV "/device/numa_node", "-1\n");
     r |= put_file(root, "sys/class/infiniband_verbs/abi_version", "6\n");
     r |= put_file(root, "sys/class/infiniband_verbs/uverbs0/ibdev", "nd0\n");
     r |= put_file(root, "sys/class/infiniband_verbs/uverbs0/abi_version", "1\n");
@@ -213,7 +218,7 @@ static int put_device(const char *root, const struct vb_device *d, enum vb_perso
      * is done through it. */
     r |= put_link(root, "dev/infiniband/uverbs0", "/dev/null");
     r |= put_link(root, "dev/infiniband/rdma_cm", "/dev/null");
-    return r | put_port(root, "nd0");
+    return r | put_port(root, gids, n);
 }
 
 /* A directory the user owns that no one else may write. */
@@ -227,7 +232,8 @@ static int own_dir(const char *path)
 }
 
 /* The tree of a personality below @root: programs in one namespace may differ in it. */
-static int put_personality(const char *root, enum vb_personality personality)
+static int put_personality(const char *root, enum vb_personality personality, const struct vb_gid *gids,
+                           uint32_t n)
 {
     char dir[PATH_MAX];
 
@@ -235,7 +241,7 @@ static int put_personality(const char *root, enum vb_personality personality)
         return -ENAMETOOLONG;
     if (mkdir(dir, 0755) < 0 && errno != EEXIST)
         return -errno;
-    return put_device(dir, vb_device_get(), personality) ? -EIO : 0;
+    return put_device(dir, vb_device_get(), personality, gids, n) ? -EIO : 0;
 }
 
 /* Write the trees (one per personality) and return their directory in @root: one per user
@@ -253,18 +259,41 @@ int vb_devtree_publish(char *root, size_t len)
         return -ENAMETOOLONG;
     if (mkdir(root, 0755) < 0 && errno != EEXIST)
         return -errno;
-    if ((r = own_dir(root)) < 0 || (r = put_personality(root, VB_ROCE)) < 0)
+    if ((r = own_dir(root)) < 0)
         return r;
-    return put_personality(root, VB_IWARP);
+    struct vb_gid gids[VB_GID_MAX];
+    uint32_t n = vb_gids(gids, VB_GID_MAX);
+
+    if ((r = put_personality(root, VB_ROCE, gids, n)) < 0)
+        return r;
+    return put_personality(root, VB_IWARP, gids, n);
 }
 
-/* ibv_get_device_list: the tree netdirect-run made follows the addresses of now. */
+/* ibv_get_device_list: the tree netdirect-run made follows the addresses of now. Only what
+ * changes is the GIDs, so the tree is written again only when they differ from what this
+ * process wrote last (a program may list the devices once per test, hundreds of times). */
 void vb_devtree_refresh(void)
 {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static struct vb_gid written[VB_GID_MAX];
+    static uint32_t n_written = UINT32_MAX;
     const char *tree = nd_env(ND_KNOB_DEVICE_TREE);
+    struct vb_gid gids[VB_GID_MAX];
+    uint32_t n;
 
-    if (*tree == '/' && own_dir(tree) == 0 && put_personality(tree, vb_device_get()->personality) < 0)
-        nd_log(ND_LOG_WARN, ND_SUB_VERBS, "device tree %s: not all of it could be written", tree);
+    if (*tree != '/')
+        return;
+    n = vb_gids(gids, VB_GID_MAX);
+    pthread_mutex_lock(&lock);
+    if (n != n_written || memcmp(gids, written, n * sizeof(gids[0]))) {
+        if (own_dir(tree) == 0 && put_personality(tree, vb_device_get()->personality, gids, n) == 0) {
+            memcpy(written, gids, n * sizeof(gids[0]));
+            n_written = n;
+        } else {
+            nd_log(ND_LOG_WARN, ND_SUB_VERBS, "device tree %s: not all of it could be written", tree);
+        }
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 VB_API int ndv_devtree_publish(char *root, size_t len)
