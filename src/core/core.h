@@ -137,13 +137,35 @@ struct __attribute__((may_alias)) nd_wc {
     void *request_context;
     uint8_t type;                   /* nd_request_type */
     uint8_t flags;                  /* ND_WC_* */
-    uint16_t reserved;
+    uint16_t src_port;              /* under ND_WC_DGRAM: the sending QP's port (ND_DGRAM_QPN) */
     uint32_t imm;                   /* as the sender gave it, under ND_WC_IMM or ND_WC_INV */
 };
 #define ND_WC_IMM 0x1u              /* imm is valid */
 #define ND_WC_RDMA_IMM 0x2u         /* the receive was consumed by an RDMA Write with immediate */
 #define ND_WC_INV 0x4u              /* a Send with Invalidate: imm is the STag it invalidated */
 #define ND_WC_LOC_PROT 0x8u         /* a failed request's own memory was at fault */
+#define ND_WC_DGRAM 0x10u           /* a datagram's receive: src_port names its sender */
+
+/*
+ * Datagram queue pairs (UD). Each has a UDP port of its own, and its number says which:
+ * port << 8 | 0xff. A peer that learned (address, QP number) can send to it without asking
+ * anyone, and no number of a connected verbs QP (port << 8 | a slot below 0xff: verbs'
+ * av.c) is ever one of these.
+ */
+#define ND_DGRAM_QPN(port) ((uint32_t)(port) << 8 | 0xffu)
+#define ND_DGRAM_PORT(qpn) ((uint16_t)((qpn) >> 8))
+#define ND_DGRAM_IS_QPN(qpn) (((qpn) & 0xffu) == 0xffu && (qpn) >> 24 == 0 && ((qpn) >> 8) != 0)
+/* The bytes before a datagram's payload in its receive: the space of InfiniBand's GRH,
+ * which holds the IPv6 header of the datagram, or in its last 20 bytes the IPv4 one (RoCE v2). */
+#define ND_DGRAM_GRH 40u
+
+/* Where a datagram goes: the destination's IP address, QP number and Q_Key. */
+struct nd_dgram_dest {
+    const struct sockaddr *addr;
+    uint32_t addr_len;
+    uint32_t qpn;
+    uint32_t qkey;
+};
 
 _Static_assert(sizeof(struct nd_wc) == sizeof(nd_result) && sizeof(nd_request_type) == 4 &&
                    offsetof(struct nd_wc, status) == offsetof(nd_result, status) &&

@@ -15,7 +15,7 @@ static FILE *log_file;
 
 static const char *const level_names[] = { "none", "error", "warn", "info", "debug", "trace" };
 static const char *const sub_names[ND_SUB_COUNT] = { "core", "port", "cq", "mem", "srq",
-                                                     "addr", "shm", "iwarp", "cm", "verbs" };
+                                                     "addr", "shm", "iwarp", "cm", "verbs", "udp" };
 
 static int find_name(const char *const *names, int n, const char *s, size_t len)
 {

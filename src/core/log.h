@@ -5,7 +5,7 @@
 
 enum nd_log_level { ND_LOG_NONE, ND_LOG_ERROR, ND_LOG_WARN, ND_LOG_INFO, ND_LOG_DEBUG, ND_LOG_TRACE };
 enum nd_log_subsys { ND_SUB_CORE, ND_SUB_PORT, ND_SUB_CQ, ND_SUB_MEM, ND_SUB_SRQ, ND_SUB_ADDR,
-                     ND_SUB_SHM, ND_SUB_IWARP, ND_SUB_CM, ND_SUB_VERBS, ND_SUB_COUNT };
+                     ND_SUB_SHM, ND_SUB_IWARP, ND_SUB_CM, ND_SUB_VERBS, ND_SUB_UDP, ND_SUB_COUNT };
 
 extern int nd_log_levels[ND_SUB_COUNT];
 void nd_log_init(void);

@@ -410,6 +410,41 @@ static enum nd_xlate flush_translate(void *ctx, const struct nd_cqe *e, nd_resul
     return ND_XLATE_OK;
 }
 
+/*
+ * A datagram the transport placed into receive k (UD): the QP never fails for one. A
+ * datagram longer than the receive completes it with -EMSGSIZE, nothing placed; buffers
+ * found unwritable, with -EFAULT (ND_CQE_LOC_PROT). data[0..1] holds the sender's port.
+ */
+static enum nd_xlate dgram_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
+{
+    struct nd_qp *qp = ctx;
+    uint32_t k = e->wr_index, exp = atomic_load(&qp->rq_expected);
+    const uint8_t allowed = ND_CQE_SOLICITED | ND_CQE_IMM | ND_CQE_LOC_PROT;
+    struct nd_wc *x;
+    uint16_t port;
+    int st = e->status;
+
+    if (k != exp)
+        return (int32_t)(k - exp) < 0 && qp->failed ? ND_XLATE_SKIP : ND_XLATE_BAD;
+    if ((int32_t)(k - __atomic_load_n(&qp->rq_posted, __ATOMIC_ACQUIRE)) >= 0 ||
+        e->type != ND_REQUEST_TYPE_RECEIVE || (st != 0 && st != -EMSGSIZE) || (e->flags & ~allowed) ||
+        (st == 0 && e->bytes > rq_slot(qp, k)->total))
+        return ND_XLATE_BAD;
+    if (e->flags & ND_CQE_LOC_PROT)
+        st = -EFAULT;
+    receive_result(qp, k, st, e->bytes, r);
+    if (st != 0)
+        r->status = nd_status_shown(st);
+    if ((x = nd_cq_wc_of(qp->rcq, r))) {
+        memcpy(&port, e->data, sizeof(port));
+        x->imm = nd_cqe_imm(e);
+        x->flags = ND_WC_DGRAM | (e->flags & ND_CQE_IMM ? ND_WC_IMM : 0) |
+                   (e->flags & ND_CQE_LOC_PROT ? ND_WC_LOC_PROT : 0);
+        x->src_port = port;
+    }
+    return ND_XLATE_OK;
+}
+
 static void inbound_broken(void *ctx)
 {
     struct nd_qp *qp = ctx;
@@ -457,6 +492,13 @@ static const struct nd_cq_src_ops inbound_ops_shared_cq = { .translate = inbound
                                                             .broken = inbound_broken,
                                                             .cq_failed = qp_cq_failed };
 static const struct nd_cq_src_ops flush_ops = { .translate = flush_translate, .retire = receive_retire };
+static const struct nd_cq_src_ops dgram_ops = { .translate = dgram_translate, .retire = receive_retire,
+                                                .broken = inbound_broken, .progress = qp_progress,
+                                                .idle = qp_idle, .cq_failed = qp_cq_failed };
+static const struct nd_cq_src_ops dgram_ops_shared_cq = { .translate = dgram_translate,
+                                                          .retire = receive_retire,
+                                                          .broken = inbound_broken,
+                                                          .cq_failed = qp_cq_failed };
 
 /* ---- completion and failure (QP lock held) ---- */
 
@@ -605,9 +647,10 @@ int nd_qp_modify_state(nd_qp *qp, enum nd_qp_state to)
     int err = 0;
 
     nd_lock_acquire(&qp->lock);
-    if (!state_edge(qp->state, to) || (to == ND_QPS_INIT && (qp->failed || qp->tops))) {
+    /* A datagram QP has its transport from creation; a connected one reaches INIT only before. */
+    if (!state_edge(qp->state, to) || (to == ND_QPS_INIT && (qp->failed || (qp->tops && !qp->datagram)))) {
         err = -EINVAL;
-    } else if (to == ND_QPS_ERR || (to == ND_QPS_RESET && qp->tops)) {
+    } else if (to == ND_QPS_ERR || (to == ND_QPS_RESET && qp->tops && !(qp->datagram && qp->state == ND_QPS_RESET))) {
         /* RESET of a live connection ends it as ERR does: its requests still complete.
          * Receives kept since the peer left go now, and any posted later flush at once. */
         nd_qp_fail_locked(qp, -ECANCELED);
@@ -779,12 +822,14 @@ static int qp_attach(struct nd_qp *qp)
     struct nd_ring_hdr *ih = qp->iring_mem, *lh = qp->lring_mem;
     struct nd_cqe *ie = (struct nd_cqe *)(ih + 1), *le = (struct nd_cqe *)(lh + 1);
     struct nd_cqe *re = (struct nd_cqe *)(qp->region + qp->layout.ents);
+    const struct nd_cq_src_ops *in = qp->datagram ? &dgram_ops : &inbound_ops;
+    const struct nd_cq_src_ops *in_shared = qp->datagram ? &dgram_ops_shared_cq : &inbound_ops_shared_cq;
     int st;
 
     st = nd_cq_attach(qp->icq, ih, ie, qp->iq_entries, &initiator_ops, qp, &qp->isrc);
     if (st == 0)
-        st = nd_cq_attach(qp->rcq, qp->inbound_hdr, re, qp->rq_entries,
-                          qp->rcq == qp->icq ? &inbound_ops_shared_cq : &inbound_ops, qp, &qp->rsrc);
+        st = nd_cq_attach(qp->rcq, qp->inbound_hdr, re, qp->rq_entries, qp->rcq == qp->icq ? in_shared : in, qp,
+                          &qp->rsrc);
     if (st == 0)
         st = nd_cq_attach(qp->rcq, lh, le, qp->rq_entries, &flush_ops, qp, &qp->lsrc);
     if (st != 0) {
@@ -819,6 +864,12 @@ enum nd_qp_limit nd_qp_limit_exceeded(const struct nd_qp_sizes *s, bool srq)
 int nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
                        const struct nd_qp_sizes *sizes, enum nd_qp_state initial, struct nd_qp **out)
 {
+    return nd_qp_create_kind(a, rcq, icq, srq, context, sizes, initial, false, out);
+}
+
+int nd_qp_create_kind(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
+                      const struct nd_qp_sizes *sizes, enum nd_qp_state initial, bool datagram, struct nd_qp **out)
+{
     /* With an SRQ the inbound ring holds one entry per receive the SRQ can have out. */
     uint32_t rq_depth = srq ? nd_srq_entries(srq) : sizes->rq_depth, rq_sge = srq ? 1 : sizes->rq_sge;
     uint32_t iq_depth = sizes->iq_depth, iq_sge = sizes->iq_sge, inline_size = sizes->inline_size;
@@ -842,6 +893,7 @@ int nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_
     qp->iq_entries = pow2_at_least(iq_depth);
     qp->cm_sock = -1;
     qp->state = initial;
+    qp->datagram = datagram;
     st = qp_alloc(qp);
     if (st == 0)
         st = qp_attach(qp);

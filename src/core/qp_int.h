@@ -109,6 +109,7 @@ struct nd_wr {
     uint16_t bind_key;              /* ND_KEY_NEXT or ND_KEY_GIVEN | key */
     bool bind_replace;
     uint32_t imm;                   /* with ND_WR_IMM: immediate data, as the caller gave it */
+    const struct nd_dgram_dest *dgram;  /* a datagram QP's Send: where it goes (the post's own) */
 };
 
 /* Beyond ND_OP_FLAG_*, never accepted from the ND API: a Send or Write with immediate
@@ -216,6 +217,11 @@ struct nd_qp {
      * for a receive before it fails -ETIMEDOUT; UINT64_MAX: for ever (verbs' rnr_retry 7).
      * Atomic. */
     uint64_t rnr_wait_ns;
+    /* A datagram QP (UD): its transport is attached from creation to destruction, and
+     * every Send names its destination (nd_wr.dgram). */
+    bool datagram;
+    uint32_t dgram_max;             /* the longest payload a Send may carry */
+    _Atomic uint32_t qkey;          /* what a datagram must carry to be received */
 };
 
 bool nd_qp_valid(const struct nd_qp *qp);
@@ -256,6 +262,23 @@ enum nd_qp_limit nd_qp_limit_exceeded(const struct nd_qp_sizes *s, bool srq);
  * (nd_qp_limit_exceeded); with @srq its receives are the SRQ's. */
 int nd_qp_create(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
                        const struct nd_qp_sizes *sizes, enum nd_qp_state initial, struct nd_qp **out);
+/* A datagram QP (UD) in RESET, on a UDP port of its own: *qpn is its number (ND_DGRAM_QPN).
+ * Its Sends carry at most @max_msg bytes. No SRQ. */
+int nd_qp_create_datagram(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, void *context,
+                          const struct nd_qp_sizes *sizes, uint32_t max_msg, struct nd_qp **out, uint32_t *qpn);
+/* nd_qp_create's work, for either kind. */
+int nd_qp_create_kind(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq, nd_srq *srq, void *context,
+                      const struct nd_qp_sizes *sizes, enum nd_qp_state initial, bool datagram, struct nd_qp **out);
+/* A datagram's Send (@kind: 0 or ND_WR_IMM with @imm) to @dest. -EMSGSIZE: longer than the
+ * QP's dgram_max; -EINVAL: not a datagram QP. */
+int nd_qp_send_datagram(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t kind,
+                        uint32_t imm, const struct nd_dgram_dest *dest);
+void nd_qp_set_qkey(nd_qp *qp, uint32_t qkey);
+/* May a datagram be received now (RTR or RTS, not failed)? QP lock held. */
+static inline bool nd_qp_dgram_receiving(const struct nd_qp *qp)
+{
+    return (qp->state == ND_QPS_RTR || qp->state == ND_QPS_RTS) && !qp->failed;
+}
 void nd_qp_ref(struct nd_qp *qp);
 void nd_qp_unref(struct nd_qp *qp);
 /* The peer of a connected QP has gone (QP lock held): tell the connector, once. */

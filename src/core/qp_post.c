@@ -217,6 +217,27 @@ int nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint3
     return post_send_tagged(qp, ctx, sge, nsge, flags, ND_WR_IMM, imm);
 }
 
+int nd_qp_send_datagram(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t kind,
+                        uint32_t imm, const struct nd_dgram_dest *dest)
+{
+    struct nd_wr wr;
+    int st;
+
+    wr_init(&wr, ND_REQUEST_TYPE_SEND, flags | kind, sge, nsge);
+    wr.imm = imm;
+    wr.dgram = dest;
+    if (!nd_qp_valid(qp))
+        return -EBADF;
+    if (!qp->datagram || !dest || !dest->addr || (kind & ~ND_WR_IMM))
+        return -EINVAL;
+    if (flags & ~SEND_FLAGS)
+        return ND_EARG(4);
+    st = check_transfer(qp, sge, nsge, flags, qp->iq_sge, &wr.total);
+    if (st == 0 && wr.total > qp->dgram_max)
+        st = -EMSGSIZE;
+    return st == 0 ? post_initiator(qp, &wr, ctx) : st;
+}
+
 /* RFC 5040's own operation: every peer takes it, siw too. */
 int nd_qp_send_inv(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t stag)
 {

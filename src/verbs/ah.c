@@ -110,3 +110,11 @@ VB_API int ibv_destroy_ah(struct ibv_ah *ah)
     free(vb_container_of(ah, struct vb_ah, ah));
     return 0;
 }
+
+void vb_ah_dest(const struct ibv_ah *ah, struct nd_dgram_dest *d)
+{
+    const struct vb_ah *a = vb_container_of(ah, struct vb_ah, ah);
+
+    d->addr = (const struct sockaddr *)&a->dest;
+    d->addr_len = a->dest.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+}

@@ -544,6 +544,8 @@ int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr 
     bool kick = false;
     int err = 0;
 
+    if (q->ud)
+        return vb_ud_post_send(q, wr, bad);
     if (__atomic_load_n(&q->cm_attaching, __ATOMIC_ACQUIRE)) {
         vb_wait_cm_attach(q);
         return vb_post_send_now(&q->qp, wr, bad);

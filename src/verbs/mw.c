@@ -84,7 +84,7 @@ int vb_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
     uint8_t key;
     int err;
 
-    if (!qp || !mw || !bind || mw->type != IBV_MW_TYPE_1 || mw->pd != qp->pd)
+    if (!qp || !mw || !bind || mw->type != IBV_MW_TYPE_1 || mw->pd != qp->pd || q->ud)
         return EINVAL;
     if (bind->send_flags & ~(unsigned)(IBV_SEND_SIGNALED | IBV_SEND_FENCE))
         return EINVAL;

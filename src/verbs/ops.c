@@ -99,13 +99,18 @@ static inline bool wc_of(const struct nd_wc *c, struct ibv_wc *w)
         .byte_len = c->bytes,
         .qp_num = ND_LIKELY(qp != NULL) ? qp->qp.qp_num : 0,
     };
-    if (ND_UNLIKELY(c->flags & (ND_WC_IMM | ND_WC_INV))) {
+    if (ND_UNLIKELY(c->flags & (ND_WC_IMM | ND_WC_INV | ND_WC_DGRAM))) {
+        if (c->flags & ND_WC_DGRAM) {
+            /* UD: the GRH space leads the receive; the sender is its port's QP. */
+            w->wc_flags = IBV_WC_GRH;
+            w->src_qp = ND_DGRAM_QPN(c->src_port);
+        }
         if (c->flags & ND_WC_IMM) {
-            w->wc_flags = IBV_WC_WITH_IMM;
+            w->wc_flags |= IBV_WC_WITH_IMM;
             w->imm_data = c->imm;
             if (c->flags & ND_WC_RDMA_IMM)
                 w->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
-        } else {
+        } else if (c->flags & ND_WC_INV) {
             w->wc_flags = IBV_WC_WITH_INV;
             w->invalidated_rkey = c->imm;
         }

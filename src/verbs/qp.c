@@ -40,8 +40,8 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         errno = EINVAL;
         return NULL;
     }
-    if (attr->qp_type != IBV_QPT_RC) {
-        errno = EOPNOTSUPP;         /* RC only */
+    if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+        errno = EOPNOTSUPP;         /* RC and UD */
         return NULL;
     }
     if (attr->srq && attr->srq->context != pd->context) {
@@ -76,8 +76,11 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         errno = ENOMEM;
         return NULL;
     }
-    st = nd_qp_create(c->adapter, to_vb_cq(attr->recv_cq)->core, to_vb_cq(attr->send_cq)->core,
-                      attr->srq ? vb_srq_core(attr->srq) : NULL, &q->qp, &sz, ND_QPS_RESET, &q->core);
+    if (attr->qp_type == IBV_QPT_UD)
+        st = vb_ud_create(c, q, attr, &sz);
+    else
+        st = nd_qp_create(c->adapter, to_vb_cq(attr->recv_cq)->core, to_vb_cq(attr->send_cq)->core,
+                          attr->srq ? vb_srq_core(attr->srq) : NULL, &q->qp, &sz, ND_QPS_RESET, &q->core);
     if (st) {
         free(q);
         errno = nd_errno_of(st);
@@ -88,7 +91,7 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
      * posted, until the application's own disconnect (librdmacm's rule) or a send of its
      * own fails; an RNIC's connection end flushes them (siw). From creation: the peer may
      * disconnect before the CM has marked the connection established. */
-    if (c->dev->personality == VB_ROCE)
+    if (c->dev->personality == VB_ROCE && !q->ud)
         nd_qp_keep_receives(q->core);
     q->qp.context = pd->context;
     q->qp.qp_context = attr->qp_context;
@@ -101,11 +104,13 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
     pthread_cond_init(&q->qp.cond, NULL);
     /* A number that says where the QP can be dialled (av.c); a counter, below every such
      * number, when no listener can be had. */
-    q->qp.qp_num = vb_av_attach(c, q);
-    if (!q->qp.qp_num)
-        q->qp.qp_num = __atomic_fetch_add(&next_qp_num, 1, __ATOMIC_RELAXED);
+    if (!q->ud) {
+        q->qp.qp_num = vb_av_attach(c, q);
+        while (!q->qp.qp_num || ND_DGRAM_IS_QPN(q->qp.qp_num))
+            q->qp.qp_num = __atomic_fetch_add(&next_qp_num, 1, __ATOMIC_RELAXED);
+    }
     q->qp.state = IBV_QPS_RESET;
-    q->qp.qp_type = IBV_QPT_RC;
+    q->qp.qp_type = attr->qp_type;
     q->sig_all = attr->sq_sig_all != 0;
     q->cap = cap;
     attr->cap = cap;                /* what was granted */
@@ -147,6 +152,8 @@ VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 
     if (!qp || !attr)
         return EINVAL;
+    if (q->ud)
+        return vb_ud_modify(q, attr, mask);
     if (__atomic_load_n(&q->cm_attaching, __ATOMIC_ACQUIRE))
         vb_wait_cm_attach(q);       /* the CM is connecting it (ndv_qp_cm_attaching) */
     if (mask & IBV_QP_RNR_RETRY)
@@ -210,6 +217,12 @@ VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, s
         attr->rnr_retry = q->av.rnr_retry;
     }
     attr->timeout = q->av.timeout;  /* RTS's, or the CM's ACK timeout */
+    if (q->ud) {
+        attr->qkey = q->qkey;
+        attr->sq_psn = q->sq_psn;
+        attr->qp_access_flags = 0;
+        attr->max_rd_atomic = attr->max_dest_rd_atomic = 0;
+    }
     memset(init, 0, sizeof(*init));
     init->qp_context = qp->qp_context;
     init->send_cq = qp->send_cq;

@@ -163,6 +163,10 @@ struct vb_qp {
     bool closing;                   /* ibv_destroy_qp has begun (qp.mutex) */
     uint32_t grave_refs;            /* atomic: the CQs', and a CM's hold (ndv_qp_find) */
     struct vb_qp *grave_next[2];    /* in the send CQ's and the receive CQ's lists */
+    /* UD (ud.c). Its sends take the held path's door (av.hold stays set for life), which
+     * sends them as datagrams: the connected QPs' fast path pays nothing for it. */
+    bool ud;
+    uint32_t qkey, sq_psn;
 };
 
 /* The verbs object around the rdma-core one an application holds (each embeds it). */
@@ -237,6 +241,13 @@ int vb_bind_wr_check(struct ibv_qp *qp, const struct ibv_send_wr *wr);
 int vb_bind_check(const struct vb_mw *w, const struct ibv_mw_bind_info *b);
 int vb_post_local_inv(struct vb_context *c, nd_qp *qp, const struct ibv_send_wr *wr, uint32_t flags);
 int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+/* UD queue pairs (ud.c). */
+struct nd_qp_sizes;
+int vb_ud_create(struct vb_context *c, struct vb_qp *q, struct ibv_qp_init_attr *attr, const struct nd_qp_sizes *sz);
+int vb_ud_modify(struct vb_qp *q, struct ibv_qp_attr *attr, int mask);
+int vb_ud_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+/* Where an address handle's datagrams go (ah.c): addr and addr_len of @d. */
+void vb_ah_dest(const struct ibv_ah *ah, struct nd_dgram_dest *d);
 int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vb_send_wr_check(struct vb_qp *q, const struct ibv_send_wr *wr);
 /* Until the CM has connected the QP (ndv_qp_cm_attaching). */
