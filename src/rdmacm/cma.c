@@ -221,6 +221,20 @@ void cm_queue_event(struct cm_id *id, enum rdma_cm_event_type type, int status, 
     channel_push((struct cm_channel *)id->id.channel, e);
 }
 
+void cm_queue_ud_event(struct cm_id *id, enum rdma_cm_event_type type, int status, const void *pdata, uint32_t len,
+                       const struct rdma_ud_param *ud)
+{
+    struct cm_event *e = event_new(id, &id->id, type, status, pdata, len);
+
+    if (!e)
+        return;
+    /* The union's UD view: private data where conn's is, then the peer's address handle. */
+    e->ev.param.ud.ah_attr = ud->ah_attr;
+    e->ev.param.ud.qp_num = ud->qp_num;
+    e->ev.param.ud.qkey = ud->qkey;
+    channel_push((struct cm_channel *)id->id.channel, e);
+}
+
 /* A CONNECT_REQUEST: its id is the new @child; it goes to the listener's channel. */
 void cm_queue_request(struct cm_id *listener, struct cm_id *child, const void *pdata, uint32_t len)
 {
@@ -311,6 +325,7 @@ struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum 
     id->id.qp_type = IBV_QPT_RC;
     id->id.port_num = 1;
     id->port_hold = -1;
+    id->ud_sock = -1;
     id->ack_timeout = -1;
     return id;
 }
@@ -331,11 +346,13 @@ CM_API int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id 
 
     if (!out)
         return cm_fail(EINVAL);
-    if (ps != RDMA_PS_TCP)
-        return cm_fail(EOPNOTSUPP);     /* connected RC only: no UD, no IB port spaces */
+    if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IPOIB)
+        return cm_fail(EOPNOTSUPP);     /* RC and UD: no IB-only port spaces */
     id = cm_id_new(channel, context, ps);
     if (!id)
         return -1;
+    if (ps != RDMA_PS_TCP)
+        id->id.qp_type = IBV_QPT_UD;
     *out = &id->id;
     return 0;
 }
@@ -368,6 +385,8 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
         pthread_cond_wait(&id->cond, &id->lock);
     pthread_mutex_unlock(&id->lock);
     drain_ops(id);
+    if (cm_is_ud(id))
+        cm_ud_forget(id);           /* nothing of it is watched or handled from here on */
     if (id->conn) {
         ndc_connector_close(id->conn);
         id->conn = NULL;

@@ -175,7 +175,7 @@ CM_API int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
         return cm_fail(EINVAL);
     if (id->bound)
         return cm_fail(EINVAL);
-    if (hold_port(id, addr) < 0)
+    if (cm_is_ud(id) ? cm_ud_bind(id, addr) < 0 : hold_port(id, addr) < 0)
         return -1;
     id->bound = true;
     if (binds_device(addr))
@@ -216,6 +216,8 @@ CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struc
      * whatever source is given (the kernel binds only an idle id). */
     if (!id->bound && src && rdma_bind_addr(cid, src) < 0)
         return -1;
+    if (cm_is_ud(id))
+        return cm_ud_resolve_addr(id, dst);
     if (id->bound)
         from = cid->route.addr.src_storage;
     else if (route_source(dst, &from) < 0)
@@ -251,7 +253,7 @@ CM_API int rdma_resolve_route(struct rdma_cm_id *cid, int timeout_ms)
     struct rdma_cm_event *ev;
 
     (void)timeout_ms;
-    if (!cid || !id->conn)
+    if (!cid || (!id->conn && id->ud_sock < 0))
         return cm_fail(EINVAL);
     cm_queue_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, 0);
     if (!id->own_channel)
@@ -331,7 +333,18 @@ CM_API int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd, struct ibv_
         free_cqs(id);
         return cm_fail(e);
     }
-    ndv_qp_cm_state(qp, IBV_QPS_INIT, 0, 0);
+    if (qp->qp_type == IBV_QPT_UD) {
+        /* Ready to send and receive at once, with the port space's Q_Key (librdmacm's way). */
+        if (cm_ud_init_qp(qp) < 0) {
+            int e = errno;
+
+            ibv_destroy_qp(qp);
+            free_cqs(id);
+            return cm_fail(e);
+        }
+    } else {
+        ndv_qp_cm_state(qp, IBV_QPS_INIT, 0, 0);
+    }
     if (id->ack_timeout >= 0)
         ndv_qp_cm_timeout(qp, (uint8_t)id->ack_timeout);
     attr->cap = a.cap;
@@ -455,6 +468,8 @@ CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
     int st;
     int rc;
 
+    if (cid && cm_is_ud(id))
+        return cm_ud_connect(id, p);
     if (!cid || !id->conn || bind_ext_qp(id, p) < 0)
         return -1;
     /* The core clamps both to the device's limits (max_qp_rd_atom). No parameters ask for
@@ -493,6 +508,8 @@ CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
 
     if (!cid || !id->bound || id->listener)
         return cm_fail(EINVAL);
+    if (cm_is_ud(id))
+        return cm_ud_listen(id);
     release_port(id);
     id->gate = cm_gate_new(id);
     st = id->gate ? ndc_adapter_create_listener(ndv_context_adapter(cm_context()), conn_port(), &id->listener)
@@ -524,6 +541,8 @@ CM_API int rdma_accept(struct rdma_cm_id *cid, struct rdma_conn_param *p)
     uint32_t ird, ord;
     int rc;
 
+    if (cid && cm_is_ud(id))
+        return cm_ud_accept(id, p);
     if (!cid || !id->conn)
         return cm_fail(EINVAL);
     if (bind_ext_qp(id, p) < 0)
@@ -556,6 +575,8 @@ CM_API int rdma_reject(struct rdma_cm_id *cid, const void *pdata, uint8_t len)
     struct cm_id *id = (struct cm_id *)cid;
     int st;
 
+    if (cid && cm_is_ud(id))
+        return cm_ud_reject(id, pdata, len);
     if (!cid || !id->conn)
         return cm_fail(EINVAL);
     st = ndc_connector_reject(id->conn, pdata, len);

@@ -76,7 +76,16 @@ struct cm_id {
     struct ibv_qp_init_attr ep_qp_attr;
     struct ibv_pd *ep_pd;
     bool ep_has_qp;
+    /* UD ids (RDMA_PS_UDP, RDMA_PS_IPOIB: cma_ud.c): the UDP socket of the id's port, which
+     * carries its SIDR exchange, and that exchange's state. */
+    int ud_sock;
+    struct cm_ud *ud;
 };
+
+static inline bool cm_is_ud(const struct cm_id *id)
+{
+    return id->id.ps == RDMA_PS_UDP || id->id.ps == RDMA_PS_IPOIB;
+}
 
 /* The QP the id's connection carries: rdma_create_qp's, or the application's own. */
 static inline struct ibv_qp *cm_conn_qp(const struct cm_id *id)
@@ -97,6 +106,9 @@ struct ibv_context *cm_context(void);   /* the one device's context, opened once
 struct ibv_pd *cm_default_pd(void);
 void cm_queue_event(struct cm_id *id, enum rdma_cm_event_type type, int status, const void *pdata, uint32_t len);
 void cm_queue_request(struct cm_id *listener, struct cm_id *child, const void *pdata, uint32_t len);
+/* An event that carries a UD peer's address handle, QP number and Q_Key (ESTABLISHED). */
+void cm_queue_ud_event(struct cm_id *id, enum rdma_cm_event_type type, int status, const void *pdata, uint32_t len,
+                       const struct rdma_ud_param *ud);
 /* Around each request of an id: begin before the core takes it; taken when it is back
  * (the slot may be reused from then on), done once it was handled. rdma_destroy_id waits
  * until every begun request is done. */
@@ -110,6 +122,18 @@ struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum 
 /* The id's address resolved to the device (a local address, not the wildcard): the id is on
  * it from now on, with the device's default PD, as rdma-core attaches it. */
 void cm_attach_device(struct cm_id *id);
+
+/* cma_ud.c: UD ids, whose "connection" is a SIDR exchange (a request, a reply with the
+ * peer's QP number and Q_Key) over the UDP port the id is bound to. */
+struct cm_ud;
+int cm_ud_bind(struct cm_id *id, const struct sockaddr *addr);
+int cm_ud_resolve_addr(struct cm_id *id, const struct sockaddr *dst);
+int cm_ud_init_qp(struct ibv_qp *qp);
+int cm_ud_connect(struct cm_id *id, const struct rdma_conn_param *p);
+int cm_ud_listen(struct cm_id *id);
+int cm_ud_accept(struct cm_id *id, const struct rdma_conn_param *p);
+int cm_ud_reject(struct cm_id *id, const void *pdata, uint8_t len);
+void cm_ud_forget(struct cm_id *id);
 
 /* cma_gate.c: a listener's requests wait while an accept of one of them is out. */
 struct cm_gate;
