@@ -31,11 +31,12 @@ places() {
 }
 
 # wait_listen PORT PID: until something listens on TCP PORT in the server's namespace (a
-# netdirect listener always does), or PID exits. No sleep stands in for it.
+# netdirect listener always does), or PID exits. No sleep stands in for it. With
+# wait_proto=u, a UDP socket bound to PORT (a UD listener of rdma_cm).
 wait_listen() {
     i=0
     while [ $i -lt 200 ]; do
-        $srv_in ss -Hltn "sport = :$1" 2> /dev/null | grep -q LISTEN && return 0
+        $srv_in ss -Hl"${wait_proto:-t}"n "sport = :$1" 2> /dev/null | grep -Eq 'LISTEN|UNCONN' && return 0
         kill -0 "$2" 2> /dev/null || return 1
         sleep 0.05
         i=$((i + 1))
