@@ -145,6 +145,7 @@ struct __attribute__((may_alias)) nd_wc {
 #define ND_WC_INV 0x4u              /* a Send with Invalidate: imm is the STag it invalidated */
 #define ND_WC_LOC_PROT 0x8u         /* a failed request's own memory was at fault */
 #define ND_WC_DGRAM 0x10u           /* a datagram's receive: src_port names its sender */
+#define ND_WC_DGRAM_V6 0x20u        /* ... which came over IPv6 (its GRH holds an IPv6 header) */
 
 /*
  * Datagram queue pairs (UD). Each has a UDP port of its own, and its number says which:

@@ -413,7 +413,8 @@ static enum nd_xlate flush_translate(void *ctx, const struct nd_cqe *e, nd_resul
 /*
  * A datagram the transport placed into receive k (UD): the QP never fails for one. A
  * datagram longer than the receive completes it with -EMSGSIZE, nothing placed; buffers
- * found unwritable, with -EFAULT (ND_CQE_LOC_PROT). data[0..1] holds the sender's port.
+ * found unwritable, with -EFAULT (ND_CQE_LOC_PROT). data[0..1] holds the sender's port,
+ * data[2] 1 for a datagram that came over IPv6 (ND_DGRAM_V6_BYTE).
  */
 static enum nd_xlate dgram_translate(void *ctx, const struct nd_cqe *e, nd_result *r)
 {
@@ -439,7 +440,7 @@ static enum nd_xlate dgram_translate(void *ctx, const struct nd_cqe *e, nd_resul
         memcpy(&port, e->data, sizeof(port));
         x->imm = nd_cqe_imm(e);
         x->flags = ND_WC_DGRAM | (e->flags & ND_CQE_IMM ? ND_WC_IMM : 0) |
-                   (e->flags & ND_CQE_LOC_PROT ? ND_WC_LOC_PROT : 0);
+                   (e->flags & ND_CQE_LOC_PROT ? ND_WC_LOC_PROT : 0) | (e->data[2] ? ND_WC_DGRAM_V6 : 0);
         x->src_port = port;
     }
     return ND_XLATE_OK;

@@ -101,9 +101,12 @@ static inline bool wc_of(const struct nd_wc *c, struct ibv_wc *w)
     };
     if (ND_UNLIKELY(c->flags & (ND_WC_IMM | ND_WC_INV | ND_WC_DGRAM))) {
         if (c->flags & ND_WC_DGRAM) {
-            /* UD: the GRH space leads the receive; the sender is its port's QP. */
+            /* UD: the GRH space leads the receive; the sender is its port's QP. sl says
+             * which header the GRH space holds, as mlx5 reports a RoCE packet's type there
+             * (1: IPv6, 2: IPv4): UCX reads it to find the destination address in it. */
             w->wc_flags = IBV_WC_GRH;
             w->src_qp = ND_DGRAM_QPN(c->src_port);
+            w->sl = c->flags & ND_WC_DGRAM_V6 ? 1 : 2;
         }
         if (c->flags & ND_WC_IMM) {
             w->wc_flags |= IBV_WC_WITH_IMM;

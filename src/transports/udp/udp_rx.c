@@ -104,7 +104,7 @@ static void receive_copy(const struct nd_rq_slot *slot, uint32_t at, const uint8
 
 /* Fill the next receive with the GRH and the payload, and complete it. */
 static void place(struct udp_conn *c, const uint8_t grh[ND_DGRAM_GRH], const uint8_t *payload, uint32_t plen,
-                  const struct udp_hdr *h, uint16_t src_port)
+                  const struct udp_hdr *h, uint16_t src_port, bool v6)
 {
     struct nd_qp *qp = c->base.qp;
     uint32_t k = c->next_recv, bytes = ND_DGRAM_GRH + plen;
@@ -131,6 +131,7 @@ static void place(struct udp_conn *c, const uint8_t grh[ND_DGRAM_GRH], const uin
     }
     nd_cqe_set(e, k, st, bytes, ND_REQUEST_TYPE_RECEIVE, flags, 0, 0);
     memcpy(e->data, &src_port, sizeof(src_port));
+    e->data[2] = v6;
     if (h->has_imm)
         nd_cqe_set_imm(e, h->imm);
     nd_ring_commit(&c->rprod, e);
@@ -161,7 +162,7 @@ static void deliver(struct udp_conn *c, struct msghdr *m, uint32_t len)
     }
     dest_addr(m, src.ss_family, &dst);
     udp_grh_build(grh, (struct sockaddr *)&src, (struct sockaddr *)&dst, 8 + len);
-    place(c, grh, buf + hl, len - (uint32_t)hl, &h, sport);
+    place(c, grh, buf + hl, len - (uint32_t)hl, &h, sport, src.ss_family == AF_INET6);
 }
 
 static void batch_init(struct udp_rx_batch *b, uint8_t *rxbuf, uint32_t n)
