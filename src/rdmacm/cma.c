@@ -408,6 +408,7 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
     pthread_mutex_unlock(&id->lock);
     if (id->ext_qp)
         ndv_qp_release(id->ext_qp);
+    cm_carrier_destroy(id);
     if (id->own_channel)
         rdma_destroy_event_channel(&id->own_channel->ch);
     pthread_cond_destroy(&id->cond);

@@ -433,15 +433,48 @@ static int dial(struct cm_id *id, const struct rdma_conn_param *p)
  * begun to destroy it (ndv_qp_cm_state_held). */
 static void conn_qp_state(struct cm_id *id, enum ibv_qp_state state, uint32_t ird, uint32_t ord)
 {
-    if (id->id.qp)
-        ndv_qp_cm_state(id->id.qp, state, ird, ord);
+    if (id->id.qp || id->carrier_qp)
+        ndv_qp_cm_state(cm_conn_qp(id), state, ird, ord);
     else if (id->ext_qp)
         ndv_qp_cm_state_held(id->ext_qp, state, ird, ord);
 }
 
+/* The CM's own QP for a connection that carries none of the application's (carrier_qp). */
+static int make_carrier(struct cm_id *id)
+{
+    struct ibv_qp_init_attr a = { .qp_type = IBV_QPT_RC, .cap = { 1, 1, 1, 1, 0 } };
+
+    if (id->carrier_qp)
+        return 0;
+    id->carrier_cq = ibv_create_cq(id->id.verbs, 2, NULL, NULL, 0);
+    if (!id->carrier_cq)
+        return -1;
+    a.send_cq = a.recv_cq = id->carrier_cq;
+    id->carrier_qp = ibv_create_qp(cm_default_pd(), &a);
+    if (!id->carrier_qp) {
+        int e = errno;
+
+        ibv_destroy_cq(id->carrier_cq);
+        id->carrier_cq = NULL;
+        return cm_fail(e);
+    }
+    ndv_qp_cm_state(id->carrier_qp, IBV_QPS_INIT, 0, 0);
+    return 0;
+}
+
+void cm_carrier_destroy(struct cm_id *id)
+{
+    if (id->carrier_qp)
+        ibv_destroy_qp(id->carrier_qp);
+    if (id->carrier_cq)
+        ibv_destroy_cq(id->carrier_cq);
+    id->carrier_qp = NULL;
+    id->carrier_cq = NULL;
+}
+
 static int bind_ext_qp(struct cm_id *id, const struct rdma_conn_param *p)
 {
-    if (id->id.qp)
+    if (id->id.qp || id->carrier_qp)
         return 0;
     if (!p || !p->qp_num || !id->id.verbs)
         return cm_fail(EINVAL);     /* resolve first; an iWARP-style connection needs its QP */
@@ -449,6 +482,14 @@ static int bind_ext_qp(struct cm_id *id, const struct rdma_conn_param *p)
         return 0;
     struct ibv_qp *qp = ndv_qp_find(id->id.verbs, p->qp_num);
 
+    /* On RoCE the CM only names the QP to the peer, whatever it is (the kernel's IB CM
+     * never touches an application's QP): a number that is not one of our RC QPs gets a
+     * carrier. iWARP's CM connects the QP itself and needs it to be one. */
+    if ((!qp || qp->qp_type != IBV_QPT_RC) && !cm_iwarp(id) && !id->ext_qp) {
+        if (qp)
+            ndv_qp_release(qp);
+        return make_carrier(id);
+    }
     if (!qp)
         return cm_fail(EINVAL);
     if (qp->qp_type != IBV_QPT_RC || id->ext_qp) {

@@ -68,6 +68,11 @@ struct cm_id {
     /* An application-managed QP (rdma_conn_param's qp_num, id.qp NULL), held from
      * rdma_connect or rdma_accept until rdma_destroy_id (ndv_qp_find). */
     struct ibv_qp *ext_qp;
+    /* A connection that carries no QP of ours (RoCE: rdma_conn_param's qp_num names a UD QP,
+     * or none of ours, as UCX's dummy): the CM makes its own small RC QP to carry the
+     * exchange, destroyed with the id. Nothing is ever posted on it. */
+    struct ibv_qp *carrier_qp;
+    struct ibv_cq *carrier_cq;
     bool awaiting_establish;        /* CONNECT_RESPONSE is out: rdma_establish completes (lock) */
     int port_hold;                  /* a socket holding the bound port until the core takes it (-1) */
     int ack_timeout;                /* RDMA_OPTION_ID_ACK_TIMEOUT, for the QP (-1: not set) */
@@ -90,7 +95,7 @@ static inline bool cm_is_ud(const struct cm_id *id)
 /* The QP the id's connection carries: rdma_create_qp's, or the application's own. */
 static inline struct ibv_qp *cm_conn_qp(const struct cm_id *id)
 {
-    return id->id.qp ? id->id.qp : id->ext_qp;
+    return id->id.qp ? id->id.qp : id->ext_qp ? id->ext_qp : id->carrier_qp;
 }
 
 /* An iWARP device (the iwarp personality): the CM connects every QP itself, as iw_cm does. */
@@ -123,6 +128,9 @@ struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum 
  * it from now on, with the device's default PD, as rdma-core attaches it. */
 void cm_attach_device(struct cm_id *id);
 
+/* cma_conn.c: the CM's own QP of a connection that carries none of the application's. */
+void cm_carrier_destroy(struct cm_id *id);
+
 /* cma_ud.c: UD ids, whose "connection" is a SIDR exchange (a request, a reply with the
  * peer's QP number and Q_Key) over the UDP port the id is bound to. */
 struct cm_ud;
@@ -134,6 +142,9 @@ int cm_ud_listen(struct cm_id *id);
 int cm_ud_accept(struct cm_id *id, const struct rdma_conn_param *p);
 int cm_ud_reject(struct cm_id *id, const void *pdata, uint8_t len);
 void cm_ud_forget(struct cm_id *id);
+int cm_ud_init_qp_attr(struct ibv_qp_attr *attr, int *mask);
+/* The address handle of the id's route: the peer's GID from the local one's index. */
+void cm_ah_attr(struct cm_id *id, struct ibv_ah_attr *ah);
 
 /* cma_gate.c: a listener's requests wait while an accept of one of them is out. */
 struct cm_gate;

@@ -289,6 +289,8 @@ CM_API int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, in
 
     memset(attr, 0, sizeof(*attr));
     attr->qp_state = want;
+    if (cm_is_ud(c))
+        return cm_ud_init_qp_attr(attr, mask);
     switch (want) {
     case IBV_QPS_INIT:
         attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
@@ -300,6 +302,16 @@ CM_API int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, in
         attr->max_dest_rd_atomic = (uint8_t)c->ird;
         attr->min_rnr_timer = 12;
         *mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+        /* The path as a RoCE CM gives it (UCX reads the MTU and the peer's GID from it).
+         * Not in the mask: the CM connects our QPs itself, and an address vector in a
+         * modify would start a connection of its own (verbs' av.c). */
+        if (!cm_iwarp(c)) {
+            struct ibv_port_attr pa;
+
+            if (ibv_query_port(id->verbs, 1, &pa) == 0)
+                attr->path_mtu = pa.active_mtu;
+            cm_ah_attr(c, &attr->ah_attr);
+        }
         return 0;
     case IBV_QPS_RTS:
         attr->timeout = c->ack_timeout >= 0 ? (uint8_t)c->ack_timeout : 14;

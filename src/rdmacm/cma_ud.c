@@ -292,21 +292,48 @@ static uint8_t sgid_index(struct ibv_context *ctx, const struct sockaddr *local)
     return 0;
 }
 
+void cm_ah_attr(struct cm_id *id, struct ibv_ah_attr *ah)
+{
+    struct rdma_cm_id *cid = &id->id;
+
+    memset(ah, 0, sizeof(*ah));
+    ah->is_global = 1;
+    ah->port_num = 1;
+    gid_of(&cid->route.addr.dst_addr, &ah->grh.dgid);
+    ah->grh.sgid_index = sgid_index(cid->verbs, &cid->route.addr.src_addr);
+    ah->grh.hop_limit = 64;
+}
+
+/* rdma_init_qp_attr of a UD id: the steps rdma_create_qp takes (cm_ud_init_qp). */
+int cm_ud_init_qp_attr(struct ibv_qp_attr *attr, int *mask)
+{
+    switch (attr->qp_state) {
+    case IBV_QPS_INIT:
+        attr->port_num = 1;
+        attr->qkey = RDMA_UDP_QKEY;
+        *mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+        return 0;
+    case IBV_QPS_RTR:
+        *mask = IBV_QP_STATE;
+        return 0;
+    case IBV_QPS_RTS:
+        *mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+        return 0;
+    default:
+        return cm_fail(EINVAL);
+    }
+}
+
 static void on_reply(struct cm_id *id, const struct sidr_msg *m)
 {
     struct rdma_ud_param ud = { 0 };
-    struct rdma_cm_id *cid = &id->id;
 
     id->ud->requesting = false;
     if (m->type == SIDR_REJ) {
         cm_queue_event(id, RDMA_CM_EVENT_UNREACHABLE, -ECONNREFUSED, m->pdata, m->pdata_len);
         return;
     }
-    ud.ah_attr.is_global = 1;
-    ud.ah_attr.port_num = 1;
-    gid_of(&cid->route.addr.dst_addr, &ud.ah_attr.grh.dgid);
-    ud.ah_attr.grh.sgid_index = sgid_index(cid->verbs, &cid->route.addr.src_addr);
-    ud.ah_attr.grh.hop_limit = 64;
+    cm_ah_attr(id, &ud.ah_attr);
     ud.qp_num = ntohl(m->qpn);
     ud.qkey = ntohl(m->qkey);
     cm_queue_ud_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, m->pdata, m->pdata_len, &ud);
