@@ -482,14 +482,12 @@ static int bind_ext_qp(struct cm_id *id, const struct rdma_conn_param *p)
         return 0;
     struct ibv_qp *qp = ndv_qp_find(id->id.verbs, p->qp_num);
 
-    /* On RoCE the CM only names the QP to the peer, whatever it is (the kernel's IB CM
-     * never touches an application's QP): a number that is not one of our RC QPs gets a
-     * carrier. iWARP's CM connects the QP itself and needs it to be one. */
-    if ((!qp || qp->qp_type != IBV_QPT_RC) && !cm_iwarp(id) && !id->ext_qp) {
-        if (qp)
-            ndv_qp_release(qp);
+    /* On RoCE the CM only names the QP to the peer (the kernel's IB CM never touches an
+     * application's QP): a UD QP's number (UCX's dummy, whose connection only carries
+     * private data) gets a carrier. iWARP's CM connects the QP itself and needs an RC
+     * one; a number naming no QP at all is refused, as a mistake. */
+    if (!qp && ND_DGRAM_IS_QPN(p->qp_num) && !cm_iwarp(id) && !id->ext_qp)
         return make_carrier(id);
-    }
     if (!qp)
         return cm_fail(EINVAL);
     if (qp->qp_type != IBV_QPT_RC || id->ext_qp) {

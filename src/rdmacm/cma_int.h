@@ -68,9 +68,9 @@ struct cm_id {
     /* An application-managed QP (rdma_conn_param's qp_num, id.qp NULL), held from
      * rdma_connect or rdma_accept until rdma_destroy_id (ndv_qp_find). */
     struct ibv_qp *ext_qp;
-    /* A connection that carries no QP of ours (RoCE: rdma_conn_param's qp_num names a UD QP,
-     * or none of ours, as UCX's dummy): the CM makes its own small RC QP to carry the
-     * exchange, destroyed with the id. Nothing is ever posted on it. */
+    /* A connection that carries no QP of ours (RoCE: rdma_conn_param's qp_num names a UD
+     * QP, as UCX's dummy does): the CM makes its own small RC QP to carry the exchange,
+     * destroyed with the id. Nothing is ever posted on it. */
     struct ibv_qp *carrier_qp;
     struct ibv_cq *carrier_cq;
     bool awaiting_establish;        /* CONNECT_RESPONSE is out: rdma_establish completes (lock) */
