@@ -108,14 +108,20 @@ uint32_t vb_gids(struct vb_gid *out, uint32_t max)
 
     if (getifaddrs(&ifs) < 0)
         return 0;
-    for (int pass = 0; pass < 2; pass++)
+    /* IPv4 before IPv6, each an interface's own addresses before loopback's: programs that
+     * take the first IPv4 GID (UCX) or index 0 as the port's address must find one a peer
+     * on another host can reach, as an RNIC's table, which never holds loopback, gives. */
+    for (int pass = 0; pass < 4; pass++)
         for (ifa = ifs; ifa && n < max; ifa = ifa->ifa_next) {
-            if (!gid_usable(ifa) || (ifa->ifa_addr->sa_family == AF_INET) != (pass == 0))
+            bool v4 = pass < 2, lo = pass & 1;
+
+            if (!gid_usable(ifa) || (ifa->ifa_addr->sa_family == AF_INET) != v4 ||
+                ((ifa->ifa_flags & IFF_LOOPBACK) != 0) != lo)
                 continue;
             memset(&out[n], 0, sizeof(out[n]));
             snprintf(out[n].ifname, sizeof(out[n].ifname), "%s", ifa->ifa_name);
             out[n].ifindex = if_nametoindex(ifa->ifa_name);
-            if (pass == 0) {
+            if (v4) {
                 out[n].gid.raw[10] = out[n].gid.raw[11] = 0xff;
                 memcpy(&out[n].gid.raw[12], &((const struct sockaddr_in *)ifa->ifa_addr)->sin_addr, 4);
                 out[n].ipv4 = true;

@@ -220,7 +220,8 @@ static inline struct vb_context *vb_ctx(struct ibv_context *c)
 enum vb_personality vb_personality(void);
 const char *vb_personality_name(enum vb_personality p);
 struct vb_device *vb_device_get(void);
-/* The port's GIDs now: IPv4 addresses (IPv4-mapped, RoCE v2) first, then IPv6. */
+/* The port's GIDs now: IPv4 addresses (IPv4-mapped, RoCE v2) first, then IPv6; in each,
+ * loopback's after the other interfaces'. */
 uint32_t vb_gids(struct vb_gid *out, uint32_t max);
 /* The device tree (devtree.c): written into the user's directory, 0 or -errno; and
  * written again where netdirect-run made it. */

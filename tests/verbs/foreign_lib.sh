@@ -30,6 +30,12 @@ places() {
     srv_in="ip netns exec $ns_a" cli_in="ip netns exec $ns_b" srv_addr=198.51.100.1 transports=iwarp
 }
 
+# gid_index ADDR: the index of ADDR's GID in the port's table, as the server's namespace
+# numbers them.
+gid_index() {
+    $srv_in "$nd_run" ibv_devinfo -v 2> /dev/null | sed -n "s/.*GID\[ *\([0-9]*\)\]:.*:$1,.*/\1/p" | head -1
+}
+
 # wait_listen PORT PID: until something listens on TCP PORT in the server's namespace (a
 # netdirect listener always does), or PID exits. No sleep stands in for it. With
 # wait_proto=u, a UDP socket bound to PORT (a UD listener of rdma_cm).

@@ -12,10 +12,9 @@ set -u
 nd_run=$1
 command -v ibv_rc_pingpong > /dev/null || { echo "ibverbs-utils not installed"; exit 77; }
 places "${2:-local}"
-# The GID of the address the server is reached at: the device lists 127.0.0.1 first, then
-# the namespace's veth address.
-gid=0
-[ "${2:-local}" = netns ] && gid=1
+# The GID of the address the server is reached at.
+gid=$(gid_index "$srv_addr")
+[ -n "$gid" ] || { echo "no GID for $srv_addr"; exit 1; }
 # Below the ephemeral range, apart from the other tests' ports.
 port=$((23000 + $$ % 250 * 12))
 iters='[0-9]+ iters in [0-9.]+ seconds'

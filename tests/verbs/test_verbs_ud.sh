@@ -16,7 +16,7 @@ port=$((31000 + $$ % 600 * 4))
 transport=auto
 
 # The GID index of the server's address, as the server's namespace numbers its GIDs.
-gid=$($srv_in "$nd_run" ibv_devinfo -v 2> /dev/null | sed -n "s/.*GID\[ *\([0-9]*\)\]:.*:$srv_addr,.*/\1/p" | head -1)
+gid=$(gid_index "$srv_addr")
 [ -n "$gid" ] || { echo "no GID for $srv_addr"; $srv_in "$nd_run" ibv_devinfo -v; exit 1; }
 run_pair "ibv_ud_pingpong" 0 "1000 iters" "1000 iters" -- ibv_ud_pingpong -p PORT -g "$gid" -s 1024 -n 1000 -c -- \
     ibv_ud_pingpong -p PORT -g "$gid" -s 1024 -n 1000 -c ADDR
