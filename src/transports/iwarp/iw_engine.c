@@ -258,7 +258,11 @@ static uint32_t tick_polled(struct iw_engine *e, uint64_t *keys, uint32_t max, b
         }
         *active |= app_polls(c, now, IDLE_AFTER_NS);
         owed = __atomic_load_n(&c->owed_since, __ATOMIC_RELAXED);
-        if (may_park(c, now, IW_POLL_GONE_NS)) {
+        /* Only a poller that spins keeps its socket: one that polls now and then (UCX's
+         * one-sided target, between waits of a millisecond on something else) would leave
+         * a peer's Read, or the fence of its flush, waiting that long for an answer a
+         * NIC gives at once. */
+        if (may_park(c, now, IW_POLL_RECENT_NS)) {
             set_parked(e, c, true);
             if (owed && (int64_t)(coarse - owed) >= (int64_t)IW_POLL_GONE_NS)
                 keys[n++] = key_of(e, slot);
