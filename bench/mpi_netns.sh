@@ -12,18 +12,7 @@ rounds=${2:-3}
 . "$(dirname "$0")/../tests/netns_lib.sh"
 out=$(mktemp -d)
 trap 'rm -rf "$out"; netns_cleanup' EXIT
-cat > "$out/agent" << AGENT
-#!/bin/sh
-while [ \$# -gt 0 ]; do case \$1 in -*) shift ;; *) break ;; esac; done
-host=\$1
-shift
-case \$host in
-198.51.100.1) ns=$ns_a name=hosta ;;
-198.51.100.2) ns=$ns_b name=hostb ;;
-esac
-exec ip netns exec \$ns unshare -u sh -c "hostname \$name && \$*"
-AGENT
-chmod +x "$out/agent"
+netns_mpi_agent "$out/agent"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent="$out/agent"
 run() {     # run NAME LAUNCHER MCA...: NPopenmpi from hosta to hostb, under LAUNCHER (netdirect-run or env)
     name=$1 launcher=$2

@@ -17,3 +17,22 @@ ip -n "$ns_a" addr add 198.51.100.1/24 dev va$$ &&
 ip -n "$ns_b" addr add 198.51.100.2/24 dev vb$$ &&
 ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up &&
 ip -n "$ns_a" link set va$$ up && ip -n "$ns_b" link set vb$$ up || exit 1
+
+# netns_mpi_agent FILE: mpirun's remote shell (OMPI_MCA_plm_rsh_agent) for the two
+# namespaces: the host it is asked for (an address) names the namespace to run in, under a
+# host name of its own (hosta, hostb).
+netns_mpi_agent() {
+    cat > "$1" << AGENT
+#!/bin/sh
+while [ \$# -gt 0 ]; do case \$1 in -*) shift ;; *) break ;; esac; done
+host=\$1
+shift
+case \$host in
+198.51.100.1) ns=$ns_a name=hosta ;;
+198.51.100.2) ns=$ns_b name=hostb ;;
+*) echo "agent: no host \$host" >&2; exit 1 ;;
+esac
+exec ip netns exec \$ns unshare -u sh -c "hostname \$name && \$*"
+AGENT
+    chmod +x "$1"
+}

@@ -184,7 +184,7 @@ CM_API int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
 }
 
 /* The local address a connection to @dst leaves by (the kernel's route choice). */
-static int route_source(const struct sockaddr *dst, struct sockaddr_storage *src)
+int cm_route_source(const struct sockaddr *dst, struct sockaddr_storage *src)
 {
     socklen_t len = sizeof(*src);
     int fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
@@ -220,7 +220,7 @@ CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struc
         return cm_ud_resolve_addr(id, dst);
     if (id->bound)
         from = cid->route.addr.src_storage;
-    else if (route_source(dst, &from) < 0)
+    else if (cm_route_source(dst, &from) < 0)
         return -1;                  /* ENETUNREACH and the like, from connect */
     memcpy(&cid->route.addr.dst_storage, dst, sa_len(dst));
     release_port(id);

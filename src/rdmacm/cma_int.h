@@ -128,6 +128,8 @@ struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum 
  * it from now on, with the device's default PD, as rdma-core attaches it. */
 void cm_attach_device(struct cm_id *id);
 
+/* cma_conn.c: the local address a connection or datagram to @dst leaves by (port 0). */
+int cm_route_source(const struct sockaddr *dst, struct sockaddr_storage *src);
 /* cma_conn.c: the CM's own QP of a connection that carries none of the application's. */
 void cm_carrier_destroy(struct cm_id *id);
 

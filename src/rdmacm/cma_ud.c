@@ -120,23 +120,6 @@ int cm_ud_bind(struct cm_id *id, const struct sockaddr *addr)
     return 0;
 }
 
-/* The local address a datagram to @dst leaves from. */
-static int route_source(const struct sockaddr *dst, struct sockaddr_storage *src)
-{
-    socklen_t len = sizeof(*src);
-    int fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
-
-    if (fd < 0)
-        return -1;
-    rc = connect(fd, dst, sa_len(dst)) == 0 && getsockname(fd, (struct sockaddr *)src, &len) == 0 ? 0 : -1;
-    close(fd);
-    if (rc == 0 && src->ss_family == AF_INET)
-        ((struct sockaddr_in *)src)->sin_port = 0;
-    else if (rc == 0)
-        ((struct sockaddr_in6 *)src)->sin6_port = 0;
-    return rc;
-}
-
 int cm_ud_resolve_addr(struct cm_id *id, const struct sockaddr *dst)
 {
     struct rdma_cm_id *cid = &id->id;
@@ -145,7 +128,7 @@ int cm_ud_resolve_addr(struct cm_id *id, const struct sockaddr *dst)
     int err = 0;
 
     if (!id->bound) {
-        if (route_source(dst, &from) < 0)
+        if (cm_route_source(dst, &from) < 0)
             return cm_fail(errno);
         if (cm_ud_bind(id, (struct sockaddr *)&from) < 0)
             err = errno;
@@ -439,7 +422,7 @@ static void on_request(struct cm_id *l, const struct sidr_msg *m, const struct s
     /* The listener's address and port; a wildcard listener's, the address the requester's
      * datagrams reach it by. sin_port and sin6_port lie at the same offset. */
     c->route.addr.src_storage = l->id.route.addr.src_storage;
-    if (route_source((const struct sockaddr *)from, &c->route.addr.src_storage) == 0)
+    if (cm_route_source((const struct sockaddr *)from, &c->route.addr.src_storage) == 0)
         c->route.addr.src_sin.sin_port = l->id.route.addr.src_sin.sin_port;
     c->route.addr.dst_storage = *from;
     c->verbs = l->id.verbs;

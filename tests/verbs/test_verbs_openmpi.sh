@@ -21,20 +21,7 @@ done
 places netns
 # shellcheck disable=SC2154  # set by netns_lib.sh
 mpicc -O2 -o "$tmp/allreduce_check" "$foreign_dir/mpi/allreduce_check.c" || exit 1
-cat > "$tmp/agent" << AGENT
-#!/bin/sh
-# mpirun's remote shell: the host (an address) names the namespace to run in.
-while [ \$# -gt 0 ]; do case \$1 in -*) shift ;; *) break ;; esac; done
-host=\$1
-shift
-case \$host in
-198.51.100.1) ns=$ns_a name=hosta ;;
-198.51.100.2) ns=$ns_b name=hostb ;;
-*) echo "agent: no host \$host" >&2; exit 1 ;;
-esac
-exec ip netns exec \$ns unshare -u sh -c "hostname \$name && \$*"
-AGENT
-chmod +x "$tmp/agent"
+netns_mpi_agent "$tmp/agent"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent="$tmp/agent"
 pml=${2:-ofi}
 if [ "$pml" = ucx ]; then
