@@ -290,6 +290,28 @@ int cm_wait_event(struct cm_id *id, struct rdma_cm_event **ev)
     return rdma_get_cm_event(id->id.channel, ev) == 0 ? (int)(*ev)->event : -1;
 }
 
+/* The local address a connection or datagram to @dst leaves by (the kernel's route choice). */
+int cm_route_source(const struct sockaddr *dst, struct sockaddr_storage *src)
+{
+    socklen_t len = sizeof(*src);
+    int fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
+
+    if (fd < 0)
+        return -1;
+    rc = connect(fd, dst, dst->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) == 0 &&
+                 getsockname(fd, (struct sockaddr *)src, &len) == 0
+             ? 0
+             : -1;
+    close(fd);
+    if (rc == 0) {
+        if (src->ss_family == AF_INET)
+            ((struct sockaddr_in *)src)->sin_port = 0;
+        else
+            ((struct sockaddr_in6 *)src)->sin6_port = 0;
+    }
+    return rc;
+}
+
 /* ---- ids ---- */
 
 struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps)
@@ -385,8 +407,6 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
         pthread_cond_wait(&id->cond, &id->lock);
     pthread_mutex_unlock(&id->lock);
     drain_ops(id);
-    if (cm_is_ud(id))
-        cm_ud_forget(id);           /* nothing of it is watched or handled from here on */
     if (id->conn) {
         ndc_connector_close(id->conn);
         id->conn = NULL;
@@ -394,8 +414,14 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
     drain_ops(id);                  /* a close's implicit disconnect */
     if (id->listener)
         ndc_listener_close(id->listener);    /* its request handler has run for the last time */
-    if (id->gate)
-        atomic_load_explicit(&the_engine, memory_order_acquire)->forget_gate(id);
+    /* What the connection side made for the id (its UD exchange, its carrier QP): nothing of
+     * it is watched or handled from here on, so no event is queued for the id after this. */
+    const struct cm_engine *engine = atomic_load_explicit(&the_engine, memory_order_acquire);
+
+    if (engine)
+        engine->forget(id);
+    if (id->gate && engine)
+        engine->forget_gate(id);
     if (id->port_hold >= 0)
         close(id->port_hold);
     /* No request of the id is out any more: nothing queues an event for it now. Events
@@ -408,7 +434,6 @@ CM_API int rdma_destroy_id(struct rdma_cm_id *cid)
     pthread_mutex_unlock(&id->lock);
     if (id->ext_qp)
         ndv_qp_release(id->ext_qp);
-    cm_carrier_destroy(id);
     if (id->own_channel)
         rdma_destroy_event_channel(&id->own_channel->ch);
     pthread_cond_destroy(&id->cond);

@@ -77,6 +77,13 @@ static nd_port *conn_port(void)
     return cm_port();
 }
 
+/* A UD id's step: the engine is set first, so that rdma_destroy_id releases what it makes. */
+static struct cm_id *ud_step(struct cm_id *id)
+{
+    cm_engine_set(&conn_engine);
+    return id;
+}
+
 static int new_connector(struct cm_id *id)
 {
     return id->conn ? 0 : ndc_adapter_create_connector(ndv_context_adapter(cm_context()), conn_port(), &id->conn);
@@ -175,31 +182,12 @@ CM_API int rdma_bind_addr(struct rdma_cm_id *cid, struct sockaddr *addr)
         return cm_fail(EINVAL);
     if (id->bound)
         return cm_fail(EINVAL);
-    if (cm_is_ud(id) ? cm_ud_bind(id, addr) < 0 : hold_port(id, addr) < 0)
+    if (cm_is_ud(id) ? cm_ud_bind(ud_step(id), addr) < 0 : hold_port(id, addr) < 0)
         return -1;
     id->bound = true;
     if (binds_device(addr))
         cm_attach_device(id);
     return 0;
-}
-
-/* The local address a connection to @dst leaves by (the kernel's route choice). */
-int cm_route_source(const struct sockaddr *dst, struct sockaddr_storage *src)
-{
-    socklen_t len = sizeof(*src);
-    int fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
-
-    if (fd < 0)
-        return -1;
-    rc = connect(fd, dst, sa_len(dst)) == 0 && getsockname(fd, (struct sockaddr *)src, &len) == 0 ? 0 : -1;
-    close(fd);
-    if (rc == 0) {
-        if (src->ss_family == AF_INET)
-            ((struct sockaddr_in *)src)->sin_port = 0;
-        else
-            ((struct sockaddr_in6 *)src)->sin6_port = 0;
-    }
-    return rc;
 }
 
 CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struct sockaddr *dst, int timeout_ms)
@@ -217,7 +205,7 @@ CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struc
     if (!id->bound && src && rdma_bind_addr(cid, src) < 0)
         return -1;
     if (cm_is_ud(id))
-        return cm_ud_resolve_addr(id, dst);
+        return cm_ud_resolve_addr(ud_step(id), dst);
     if (id->bound)
         from = cid->route.addr.src_storage;
     else if (cm_route_source(dst, &from) < 0)
@@ -462,7 +450,7 @@ static int make_carrier(struct cm_id *id)
     return 0;
 }
 
-void cm_carrier_destroy(struct cm_id *id)
+static void carrier_destroy(struct cm_id *id)
 {
     if (id->carrier_qp)
         ibv_destroy_qp(id->carrier_qp);
@@ -508,7 +496,7 @@ CM_API int rdma_connect(struct rdma_cm_id *cid, struct rdma_conn_param *p)
     int rc;
 
     if (cid && cm_is_ud(id))
-        return cm_ud_connect(id, p);
+        return cm_ud_connect(ud_step(id), p);
     if (!cid || !id->conn || bind_ext_qp(id, p) < 0)
         return -1;
     /* The core clamps both to the device's limits (max_qp_rd_atom). No parameters ask for
@@ -548,7 +536,7 @@ CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
     if (!cid || !id->bound || id->listener)
         return cm_fail(EINVAL);
     if (cm_is_ud(id))
-        return cm_ud_listen(id);
+        return cm_ud_listen(ud_step(id));
     release_port(id);
     id->gate = cm_gate_new(id);
     st = id->gate ? ndc_adapter_create_listener(ndv_context_adapter(cm_context()), conn_port(), &id->listener)
@@ -955,4 +943,12 @@ static void forget_gate(struct cm_id *id)
     cm_gate_unref(id->gate);
 }
 
-static const struct cm_engine conn_engine = { .handle = handle, .idle = release_disconnects, .forget_gate = forget_gate };
+static void forget(struct cm_id *id)
+{
+    if (cm_is_ud(id))
+        cm_ud_forget(id);
+    carrier_destroy(id);
+}
+
+static const struct cm_engine conn_engine = { .handle = handle, .idle = release_disconnects,
+                                              .forget_gate = forget_gate, .forget = forget };

@@ -106,6 +106,8 @@ static inline bool cm_iwarp(const struct cm_id *id)
 
 /* cma.c */
 int cm_fail(int err);               /* errno = err; return -1 */
+/* The local address a connection or datagram to @dst leaves by (port 0). */
+int cm_route_source(const struct sockaddr *dst, struct sockaddr_storage *src);
 nd_port *cm_port(void);             /* the CM port; the CM thread is started with it */
 struct ibv_context *cm_context(void);   /* the one device's context, opened once */
 struct ibv_pd *cm_default_pd(void);
@@ -128,10 +130,6 @@ struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum 
  * it from now on, with the device's default PD, as rdma-core attaches it. */
 void cm_attach_device(struct cm_id *id);
 
-/* cma_conn.c: the local address a connection or datagram to @dst leaves by (port 0). */
-int cm_route_source(const struct sockaddr *dst, struct sockaddr_storage *src);
-/* cma_conn.c: the CM's own QP of a connection that carries none of the application's. */
-void cm_carrier_destroy(struct cm_id *id);
 
 /* cma_ud.c: UD ids, whose "connection" is a SIDR exchange (a request, a reply with the
  * peer's QP number and Q_Key) over the UDP port the id is bound to. */
@@ -172,6 +170,9 @@ struct cm_engine {
     void (*handle)(struct cm_id *id, enum cm_op_kind kind, int st);
     int (*idle)(void);
     void (*forget_gate)(struct cm_id *id);
+    /* rdma_destroy_id, once nothing of the id is out with the core: release what the
+     * connection side made for it. Set before any id has such things (cm_engine_set). */
+    void (*forget)(struct cm_id *id);
 };
 void cm_engine_set(const struct cm_engine *engine);
 void cm_accept_over(struct cm_id *id);

@@ -13,12 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct vb_ah {
-    struct ibv_ah ah;
-    struct ibv_ah_attr attr;
-    struct sockaddr_storage dest;   /* the IP address dgid names (IPv4-mapped: AF_INET) */
-};
-
 static bool gid_empty(const union ibv_gid *g)
 {
     static const union ibv_gid zero;
@@ -109,12 +103,4 @@ VB_API int ibv_destroy_ah(struct ibv_ah *ah)
         return EINVAL;
     free(vb_container_of(ah, struct vb_ah, ah));
     return 0;
-}
-
-void vb_ah_dest(const struct ibv_ah *ah, struct nd_dgram_dest *d)
-{
-    const struct vb_ah *a = vb_container_of(ah, struct vb_ah, ah);
-
-    d->addr = (const struct sockaddr *)&a->dest;
-    d->addr_len = a->dest.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 }

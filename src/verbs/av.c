@@ -504,7 +504,8 @@ static struct av_held *held_copy(const struct ibv_send_wr *wr)
     h->bind1 = false;
     h->wr = *wr;
     h->wr.sg_list = h->sge;
-    memcpy(h->sge, wr->sg_list, n * sizeof(struct ibv_sge));
+    if (n)
+        memcpy(h->sge, wr->sg_list, n * sizeof(struct ibv_sge));   /* a request of no SGEs may name none */
     data = (uint8_t *)&h->sge[n];
     if (wr->send_flags & IBV_SEND_INLINE)
         for (size_t i = 0; i < n; i++) {
@@ -544,8 +545,6 @@ int vb_av_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr 
     bool kick = false;
     int err = 0;
 
-    if (q->ud)
-        return vb_ud_post_send(q, wr, bad);
     if (__atomic_load_n(&q->cm_attaching, __ATOMIC_ACQUIRE)) {
         vb_wait_cm_attach(q);
         return vb_post_send_now(&q->qp, wr, bad);

@@ -244,7 +244,7 @@ int vb_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
     struct vb_qp *q = to_vb_qp(qp);
 
     if (__builtin_expect(__atomic_load_n(&q->av.hold, __ATOMIC_ACQUIRE), 0))
-        return vb_av_post_send(q, wr, bad);
+        return q->ud ? vb_ud_post_send(q, wr, bad) : vb_av_post_send(q, wr, bad);
     if (ND_LIKELY(wr && !wr->next && wr->opcode == IBV_WR_SEND && wr->num_sge >= 0)) {
         int64_t flags = vb_send_flags_of(q, wr->send_flags);
         int st;

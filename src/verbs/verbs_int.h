@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <infiniband/verbs.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -163,8 +164,8 @@ struct vb_qp {
     bool closing;                   /* ibv_destroy_qp has begun (qp.mutex) */
     uint32_t grave_refs;            /* atomic: the CQs', and a CM's hold (ndv_qp_find) */
     struct vb_qp *grave_next[2];    /* in the send CQ's and the receive CQ's lists */
-    /* UD (ud.c). Its sends take the held path's door (av.hold stays set for life), which
-     * sends them as datagrams: the connected QPs' fast path pays nothing for it. */
+    /* UD (ud.c). Its sends take the held path's branch (av.hold stays set for life), where
+     * they go out as datagrams: the connected QPs' fast path pays nothing for it. */
     bool ud;
     uint32_t qkey, sq_psn;
 };
@@ -247,8 +248,21 @@ struct nd_qp_sizes;
 int vb_ud_create(struct vb_context *c, struct vb_qp *q, struct ibv_qp_init_attr *attr, const struct nd_qp_sizes *sz);
 int vb_ud_modify(struct vb_qp *q, struct ibv_qp_attr *attr, int mask);
 int vb_ud_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
-/* Where an address handle's datagrams go (ah.c): addr and addr_len of @d. */
-void vb_ah_dest(const struct ibv_ah *ah, struct nd_dgram_dest *d);
+/* An address handle (ah.c): the IP address its destination GID names. */
+struct vb_ah {
+    struct ibv_ah ah;
+    struct ibv_ah_attr attr;
+    struct sockaddr_storage dest;   /* IPv4-mapped GIDs: AF_INET */
+};
+
+/* Where an address handle's datagrams go: addr and addr_len of @d. */
+static inline void vb_ah_dest(const struct ibv_ah *ah, struct nd_dgram_dest *d)
+{
+    const struct vb_ah *a = vb_container_of(ah, struct vb_ah, ah);
+
+    d->addr = (const struct sockaddr *)&a->dest;
+    d->addr_len = a->dest.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+}
 int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vb_send_wr_check(struct vb_qp *q, const struct ibv_send_wr *wr);
 /* Until the CM has connected the QP (ndv_qp_cm_attaching). */

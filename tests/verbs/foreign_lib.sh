@@ -33,7 +33,8 @@ places() {
 # gid_index ADDR: the index of ADDR's GID in the port's table, as the server's namespace
 # numbers them.
 gid_index() {
-    $srv_in "$nd_run" ibv_devinfo -v 2> /dev/null | sed -n "s/.*GID\[ *\([0-9]*\)\]:.*:$1,.*/\1/p" | head -1
+    # shellcheck disable=SC2086
+    $srv_in "$nd_run" env $pre ibv_devinfo -v 2> /dev/null | sed -n "s/.*GID\[ *\([0-9]*\)\]:.*:$1,.*/\1/p" | head -1
 }
 
 # wait_listen PORT PID: until something listens on TCP PORT in the server's namespace (a
