@@ -12,7 +12,8 @@ set -u
 nd_run=$1
 command -v ucx_perftest > /dev/null && command -v io_demo > /dev/null || { echo "ucx-utils not installed"; exit 77; }
 places "${2:-local}"
-port=$((33000 + $$ % 500 * 20))
+# Below the ephemeral range (32768 and up), apart from the other tests' ports.
+port=$((4000 + $$ % 300 * 26))
 dev="UCX_NET_DEVICES=nd0:1"
 # A UCP listener listens with every connection manager on one port: rdma_cm's ports are TCP
 # ports here (as iWARP's are), so UCX's own TCP one would find it taken (docs/verbs.md).

@@ -11,7 +11,8 @@ nd_run=$1
 command -v ibv_ud_pingpong > /dev/null && command -v udaddy > /dev/null ||
     { echo "ibverbs-utils or rdmacm-utils not installed"; exit 77; }
 places "${2:-local}"
-port=$((31000 + $$ % 600 * 4))
+# Below the ephemeral range, apart from the other tests' ports.
+port=$((2000 + $$ % 500 * 4))
 # UD goes over UDP whatever ND_TRANSPORT says: one run per place.
 transport=auto
 
