@@ -290,6 +290,20 @@ int cm_wait_event(struct cm_id *id, struct rdma_cm_event **ev)
     return rdma_get_cm_event(id->id.channel, ev) == 0 ? (int)(*ev)->event : -1;
 }
 
+int cm_sync_status(struct cm_id *id)
+{
+    struct rdma_cm_event *ev;
+
+    if (!id->own_channel)
+        return 0;
+    if (cm_wait_event(id, &ev) < 0)
+        return -1;
+    int status = ev->status;
+
+    rdma_ack_cm_event(ev);
+    return status ? cm_fail(-status) : 0;
+}
+
 /* The local address a connection or datagram to @dst leaves by (the kernel's route choice). */
 int cm_route_source(const struct sockaddr *dst, struct sockaddr_storage *src)
 {

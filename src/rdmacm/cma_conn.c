@@ -194,7 +194,6 @@ CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struc
 {
     struct cm_id *id = (struct cm_id *)cid;
     struct sockaddr_storage from;
-    struct rdma_cm_event *ev;
     int st;
 
     (void)timeout_ms;
@@ -225,14 +224,7 @@ CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struc
         cm_attach_device(id);
         cm_queue_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, 0);
     }
-    if (!id->own_channel)
-        return 0;
-    /* Synchronous: the event is the answer. */
-    if (cm_wait_event(id, &ev) < 0)
-        return -1;
-    int status = ev->status;
-    rdma_ack_cm_event(ev);
-    return status ? cm_fail(-status) : 0;
+    return cm_sync_status(id);
 }
 
 CM_API int rdma_resolve_route(struct rdma_cm_id *cid, int timeout_ms)

@@ -125,6 +125,9 @@ void cm_op_done(struct cm_id *id);
 /* A synchronous id waits for its next event, which is acknowledged for it: its type (the
  * status in *status), or -1. */
 int cm_wait_event(struct cm_id *id, struct rdma_cm_event **ev);
+/* A call that queued the id's event: on a synchronous id the event is the answer (0, or -1
+ * with errno from its status); on an asynchronous one, 0. */
+int cm_sync_status(struct cm_id *id);
 struct cm_id *cm_id_new(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps);
 /* The id's address resolved to the device (a local address, not the wildcard): the id is on
  * it from now on, with the device's default PD, as rdma-core attaches it. */

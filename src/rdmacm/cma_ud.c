@@ -124,7 +124,6 @@ int cm_ud_resolve_addr(struct cm_id *id, const struct sockaddr *dst)
 {
     struct rdma_cm_id *cid = &id->id;
     struct sockaddr_storage from;
-    struct rdma_cm_event *ev;
     int err = 0;
 
     if (!id->bound) {
@@ -136,13 +135,7 @@ int cm_ud_resolve_addr(struct cm_id *id, const struct sockaddr *dst)
     memcpy(&cid->route.addr.dst_storage, dst, sa_len(dst));
     cm_attach_device(id);
     cm_queue_event(id, err ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED, -err, NULL, 0);
-    if (!id->own_channel)
-        return 0;
-    if (cm_wait_event(id, &ev) < 0)
-        return -1;
-    int status = ev->status;
-    rdma_ack_cm_event(ev);
-    return status ? cm_fail(-status) : 0;
+    return cm_sync_status(id);
 }
 
 /* RESET to RTS with the port space's Q_Key, as librdmacm readies a UD QP. */
