@@ -414,7 +414,6 @@ static void complete_receive(struct iw_conn *c, bool unwritable)
     struct nd_cqe *slot;
 
     c->msg_open = false;
-    c->msg_since_fence = true;
     c->expect_msn_send++;
     nd_ring_learn_cons(&c->rprod, atomic_load_explicit(&c->base.qp->inbound_hdr->cons, memory_order_acquire));
     if (!(slot = nd_ring_next(&c->rprod))) {
@@ -481,19 +480,14 @@ static bool on_fpdu_end(struct iw_conn *c)
     case IW_OP_ND_WRITE_IMM: case IW_OP_ND_WRITE_SE_IMM:
         complete_receive(c, false);        /* no payload: msg_bytes is the Write's length */
         break;
-    case IW_OP_READ_REQ: {
-        bool reply_likely = c->msg_since_fence;
-
-        if (!c->rh.rr.size)
-            c->msg_since_fence = false;
-        if (c->app_rx && !c->rh.rr.size && c->irq_count == c->irq_fences && reply_likely) {
+    case IW_OP_READ_REQ:
+        if (c->app_rx && !c->rh.rr.size && c->irq_count == c->irq_fences) {
             if (!c->owed_since)
                 __atomic_store_n(&c->owed_since, nd_coarse_ns(), __ATOMIC_RELAXED);
         } else {
             iw_tx_pump(c);
         }
         break;
-    }
     default:
         break;
     }

@@ -208,10 +208,6 @@ struct iw_conn {
     uint32_t expect_msn_send, expect_msn_read;
     uint32_t next_recv;             /* the QP's next posted receive to fill */
     bool msg_open;                  /* an untagged Send message is in progress */
-    /* A message completed one of our receives since the last fence came: the application
-     * may answer it, and the fence's answer may ride on that (owed_since). A fence after
-     * Writes alone (a peer's flush) is answered at once: no post of ours will follow. */
-    bool msg_since_fence;
     uint32_t msg_recv;              /* its receive (queue index, or SRQ slot) */
     uint32_t msg_bytes, msg_cap;
     bool msg_overrun, msg_solicited, msg_bad;
