@@ -312,10 +312,7 @@ int cm_route_source(const struct sockaddr *dst, struct sockaddr_storage *src)
 
     if (fd < 0)
         return -1;
-    rc = connect(fd, dst, dst->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) == 0 &&
-                 getsockname(fd, (struct sockaddr *)src, &len) == 0
-             ? 0
-             : -1;
+    rc = connect(fd, dst, cm_sa_len(dst)) == 0 && getsockname(fd, (struct sockaddr *)src, &len) == 0 ? 0 : -1;
     close(fd);
     if (rc == 0) {
         if (src->ss_family == AF_INET)

@@ -24,11 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static socklen_t sa_len(const struct sockaddr *sa)
-{
-    return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
 /* A request the CM thread posted while rdma_destroy_id was draining the id may have missed
  * its cancel. destroying is set under the id lock before that cancel, so reading it under
  * the lock after the post tells which: false, the drain's cancel comes later and takes the
@@ -157,7 +152,7 @@ static int hold_port(struct cm_id *id, const struct sockaddr *addr)
     if (addr->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)addr)->sin6_port
                                     : ((const struct sockaddr_in *)addr)->sin_port)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, addr, sa_len(addr)) < 0 || getsockname(fd, (struct sockaddr *)src, &len) < 0) {
+    if (bind(fd, addr, cm_sa_len(addr)) < 0 || getsockname(fd, (struct sockaddr *)src, &len) < 0) {
         int e = errno;
 
         close(fd);
@@ -209,11 +204,11 @@ CM_API int rdma_resolve_addr(struct rdma_cm_id *cid, struct sockaddr *src, struc
         from = cid->route.addr.src_storage;
     else if (cm_route_source(dst, &from) < 0)
         return -1;                  /* ENETUNREACH and the like, from connect */
-    memcpy(&cid->route.addr.dst_storage, dst, sa_len(dst));
+    memcpy(&cid->route.addr.dst_storage, dst, cm_sa_len(dst));
     release_port(id);
     st = new_connector(id);
     if (st == 0)
-        st = ndc_connector_bind(id->conn, (struct sockaddr *)&from, sa_len((struct sockaddr *)&from));
+        st = ndc_connector_bind(id->conn, (struct sockaddr *)&from, cm_sa_len((struct sockaddr *)&from));
     if (st != 0) {
         cm_queue_event(id, RDMA_CM_EVENT_ADDR_ERROR, -ndv_status_errno(st), NULL, 0);
     } else {
@@ -391,7 +386,7 @@ static int dial(struct cm_id *id, const struct rdma_conn_param *p)
 
     for (;;) {
         int st = ndc_connector_connect(id->conn, ndv_qp_core(cm_conn_qp(id)), &cid->route.addr.dst_addr,
-                                            sa_len(&cid->route.addr.dst_addr), id->ird, id->ord,
+                                            cm_sa_len(&cid->route.addr.dst_addr), id->ird, id->ord,
                                             p ? p->private_data : NULL, p ? p->private_data_len : 0,
                                             &id->op[CM_OP_CONNECT].ov);
 
@@ -535,7 +530,7 @@ CM_API int rdma_listen(struct rdma_cm_id *cid, int backlog)
                   : -ENOMEM;
     if (st == 0) {
         ndc_listener_notify_requests(id->listener, requests_in, id);
-        st = ndc_listener_bind(id->listener, &cid->route.addr.src_addr, sa_len(&cid->route.addr.src_addr));
+        st = ndc_listener_bind(id->listener, &cid->route.addr.src_addr, cm_sa_len(&cid->route.addr.src_addr));
     }
     if (st == 0)
         st = ndc_listener_listen(id->listener, backlog > 0 ? (uint32_t)backlog : 0);

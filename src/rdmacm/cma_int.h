@@ -92,6 +92,11 @@ static inline bool cm_is_ud(const struct cm_id *id)
     return id->id.ps == RDMA_PS_UDP || id->id.ps == RDMA_PS_IPOIB;
 }
 
+static inline socklen_t cm_sa_len(const struct sockaddr *sa)
+{
+    return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
 /* The QP the id's connection carries: rdma_create_qp's, or the application's own. */
 static inline struct ibv_qp *cm_conn_qp(const struct cm_id *id)
 {

@@ -77,11 +77,6 @@ static struct {
     struct cm_id *busy;             /* being handled on the thread */
 } sidr = { .lock = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER, .wake = { -1, -1 } };
 
-static socklen_t sa_len(const struct sockaddr *sa)
-{
-    return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -108,7 +103,7 @@ int cm_ud_bind(struct cm_id *id, const struct sockaddr *addr)
         return cm_fail(errno);
     if (addr->sa_family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-    if (bind(fd, addr, sa_len(addr)) < 0 || getsockname(fd, (struct sockaddr *)src, &len) < 0) {
+    if (bind(fd, addr, cm_sa_len(addr)) < 0 || getsockname(fd, (struct sockaddr *)src, &len) < 0) {
         int e = errno;
 
         close(fd);
@@ -132,7 +127,7 @@ int cm_ud_resolve_addr(struct cm_id *id, const struct sockaddr *dst)
         if (cm_ud_bind(id, (struct sockaddr *)&from) < 0)
             err = errno;
     }
-    memcpy(&cid->route.addr.dst_storage, dst, sa_len(dst));
+    memcpy(&cid->route.addr.dst_storage, dst, cm_sa_len(dst));
     cm_attach_device(id);
     cm_queue_event(id, err ? RDMA_CM_EVENT_ADDR_ERROR : RDMA_CM_EVENT_ADDR_RESOLVED, -err, NULL, 0);
     return cm_sync_status(id);
@@ -229,7 +224,7 @@ static int send_msg(int fd, const struct sidr_msg *m, const struct sockaddr *to)
 {
     size_t len = offsetof(struct sidr_msg, pdata) + m->pdata_len;
 
-    return sendto(fd, m, len, MSG_NOSIGNAL, to, sa_len(to)) == (ssize_t)len ? 0 : -errno;
+    return sendto(fd, m, len, MSG_NOSIGNAL, to, cm_sa_len(to)) == (ssize_t)len ? 0 : -errno;
 }
 
 static bool msg_ok(const struct sidr_msg *m, ssize_t len)

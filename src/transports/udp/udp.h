@@ -31,7 +31,6 @@
 
 /* A datagram's headers, parsed. */
 struct udp_hdr {
-    uint8_t opcode;
     bool solicited;
     bool has_imm;
     uint32_t dest_qpn;

@@ -212,10 +212,9 @@ static bool udp_progress(struct nd_qp *qp)
     if (nd_lock_try(&qp->lock) != 0)
         return false;
     before = c->next_recv;
-    if (!c->stopped && nd_qp_dgram_receiving(qp) && !udp_drain(c) && c->starved) {
-        /* The engine still watches (it was not the one that found no receive). */
+    /* Out of receives here, the engine still watches: starved is the engine's word only. */
+    if (!c->stopped && nd_qp_dgram_receiving(qp) && !udp_drain(c))
         c->starved = false;
-    }
     bool moved = c->next_recv != before;
 
     nd_lock_release(&qp->lock);

@@ -42,7 +42,8 @@ static void addr_plain(const struct sockaddr_in6 *in, struct sockaddr_storage *o
     }
 }
 
-/* The address the datagram was sent to (the receive's GRH names it), in @src's family. */
+/* The address the datagram was sent to (the receive's GRH names it), in @family, the
+ * sender's: an IPv4 datagram on a dual-stack socket reports it with IP_PKTINFO too. */
 static void dest_addr(struct msghdr *m, sa_family_t family, struct sockaddr_storage *out)
 {
     memset(out, 0, sizeof(*out));
@@ -57,12 +58,7 @@ static void dest_addr(struct msghdr *m, sa_family_t family, struct sockaddr_stor
             struct in6_pktinfo pi;
 
             memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
-            if (IN6_IS_ADDR_V4MAPPED(&pi.ipi6_addr)) {
-                if (family == AF_INET)
-                    memcpy(&((struct sockaddr_in *)out)->sin_addr, pi.ipi6_addr.s6_addr + 12, 4);
-            } else {
-                ((struct sockaddr_in6 *)out)->sin6_addr = pi.ipi6_addr;
-            }
+            ((struct sockaddr_in6 *)out)->sin6_addr = pi.ipi6_addr;
         }
     }
 }

@@ -55,7 +55,6 @@ int udp_hdr_parse(const uint8_t *buf, size_t len, struct udp_hdr *h)
         return -1;
     if (((uint32_t)buf[2] << 8 | buf[3]) != UDP_PKEY_DEFAULT)
         return -1;
-    h->opcode = buf[0];
     h->solicited = (buf[1] & UDP_BTH_SE) != 0;
     h->dest_qpn = get32(buf + 4) & 0xffffffu;
     h->qkey = get32(buf + 12);
