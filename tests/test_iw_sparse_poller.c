@@ -21,9 +21,10 @@ static void server(int port_pipe)
     char c;
 
     t_serve_open(&s, port_pipe);
+    /* Written before the accept starts the engine thread that serves Reads from it. */
+    memcpy(s.buf, "sparse!", 8);
     t_accept(&s, 8, NULL, 0);
     addr = (uintptr_t)s.buf;
-    memcpy(s.buf, "sparse!", 8);
     CHECK(write(info_pipe[1], &addr, sizeof(addr)) == sizeof(addr));
     CHECK(write(info_pipe[1], &s.token, sizeof(s.token)) == sizeof(s.token));
     /* Poll now and then until the client is done. */
