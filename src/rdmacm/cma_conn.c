@@ -280,28 +280,30 @@ static void free_cqs(struct cm_id *id)
     id->own_cqs = false;
 }
 
-CM_API int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+/* The id's QP, made by ibv_create_qp_ex from @ax (its PD the id's where it names none);
+ * the capabilities granted go back in @ax. */
+static int create_qp(struct cm_id *id, struct ibv_qp_init_attr_ex *ax)
 {
-    struct cm_id *id = (struct cm_id *)cid;
-    struct ibv_qp_init_attr a;
+    struct rdma_cm_id *cid = &id->id;
+    struct ibv_qp_init_attr_ex a;
     struct ibv_qp *qp;
 
-    if (!cid || !attr || cid->qp)
+    if (!(ax->comp_mask & IBV_QP_INIT_ATTR_PD) || !ax->pd)
+        ax->pd = cid->pd;
+    ax->comp_mask |= IBV_QP_INIT_ATTR_PD;
+    if (!ax->pd || ax->pd->context != cid->verbs || cid->qp)
         return cm_fail(EINVAL);
-    if (!pd)
-        pd = cid->pd;
-    if (!pd || pd->context != cid->verbs)
-        return cm_fail(EINVAL);
-    a = *attr;
+    a = *ax;
     if (!a.srq)
         a.srq = cid->srq;           /* rdma_create_srq's */
     if (!a.qp_type)
         a.qp_type = cid->qp_type;   /* left 0 (rdma_create_ep's callers): the id's, RC */
-    if ((!a.send_cq || !a.recv_cq) && make_cqs(id, &a) < 0) {
+    /* ibv_qp_init_attr is the head of ibv_qp_init_attr_ex (ibv_create_qp_ex casts so). */
+    if ((!a.send_cq || !a.recv_cq) && make_cqs(id, (struct ibv_qp_init_attr *)&a) < 0) {
         free_cqs(id);
         return -1;
     }
-    qp = ibv_create_qp(pd, &a);
+    qp = ibv_create_qp_ex(cid->verbs, &a);
     if (!qp) {
         int e = errno;
 
@@ -322,28 +324,34 @@ CM_API int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd, struct ibv_
     }
     if (id->ack_timeout >= 0)
         ndv_qp_cm_timeout(qp, (uint8_t)id->ack_timeout);
-    attr->cap = a.cap;
+    ax->cap = a.cap;
     cid->qp = qp;
-    cid->pd = pd;
+    cid->pd = a.pd;
     return 0;
+}
+
+CM_API int rdma_create_qp(struct rdma_cm_id *cid, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+    struct ibv_qp_init_attr_ex ax;
+    int rc;
+
+    if (!cid || !attr)
+        return cm_fail(EINVAL);
+    ax = (struct ibv_qp_init_attr_ex){ .qp_context = attr->qp_context, .send_cq = attr->send_cq,
+                                       .recv_cq = attr->recv_cq, .srq = attr->srq, .cap = attr->cap,
+                                       .qp_type = attr->qp_type, .sq_sig_all = attr->sq_sig_all,
+                                       .comp_mask = pd ? IBV_QP_INIT_ATTR_PD : 0, .pd = pd };
+    rc = create_qp((struct cm_id *)cid, &ax);
+    if (rc == 0)
+        attr->cap = ax.cap;
+    return rc;
 }
 
 CM_API int rdma_create_qp_ex(struct rdma_cm_id *cid, struct ibv_qp_init_attr_ex *ex)
 {
-    struct ibv_qp_init_attr a;
-    int rc;
-
     if (!cid || !ex)
         return cm_fail(EINVAL);
-    if (ex->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD)
-        return cm_fail(EOPNOTSUPP);
-    a = (struct ibv_qp_init_attr){ .qp_context = ex->qp_context, .send_cq = ex->send_cq, .recv_cq = ex->recv_cq,
-                                   .srq = ex->srq, .cap = ex->cap, .qp_type = ex->qp_type,
-                                   .sq_sig_all = ex->sq_sig_all };
-    rc = rdma_create_qp(cid, (ex->comp_mask & IBV_QP_INIT_ATTR_PD) ? ex->pd : NULL, &a);
-    if (rc == 0)
-        ex->cap = a.cap;
-    return rc;
+    return create_qp((struct cm_id *)cid, ex);
 }
 
 CM_API void rdma_destroy_qp(struct rdma_cm_id *cid)

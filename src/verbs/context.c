@@ -69,7 +69,9 @@ VB_API struct ibv_context *ibv_open_device(struct ibv_device *device)
     struct ibv_context *ctx = &c->vctx.context;
 
     ctx->device = device;
-    ctx->cmd_fd = -1;
+    /* No kernel takes commands here; the descriptor is one a program may dup and hand to
+     * ibv_import_device (rdma-core's shared-PD tests do), which then refuses the import. */
+    ctx->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     ctx->async_fd = c->async_pipe[0];
     ctx->num_comp_vectors = 1;
     pthread_mutex_init(&ctx->mutex, NULL);
@@ -77,6 +79,8 @@ VB_API struct ibv_context *ibv_open_device(struct ibv_device *device)
     c->vctx.sz = sizeof(c->vctx);
     c->vctx.query_port = query_port_ex;
     c->vctx.query_device_ex = query_device_ex;
+    c->vctx.create_qp_ex = vb_create_qp_ex;
+    c->vctx.create_cq_ex = vb_create_cq_ex;
     vb_ops_fill(&ctx->ops);
     return ctx;
 }
@@ -95,6 +99,8 @@ VB_API int ibv_close_device(struct ibv_context *ctx)
     ndc_adapter_close(c->adapter);
     close(c->async_pipe[0]);
     close(c->async_pipe[1]);
+    if (ctx->cmd_fd >= 0)
+        close(ctx->cmd_fd);
     pthread_mutex_destroy(&ctx->mutex);
     free(c);
     return 0;

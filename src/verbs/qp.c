@@ -132,6 +132,7 @@ VB_API int ibv_destroy_qp(struct ibv_qp *qp)
     st = ndc_qp_close(q->core);
     if (st != 0)
         return nd_errno_of(st);
+    vb_qp_ex_free(q);
     /* The CQs' references join any the CM holds (ndv_qp_find) before the QP is dead: a
      * release that finds the count at 0 then knows it is the last. */
     __atomic_add_fetch(&q->grave_refs, qp->send_cq == qp->recv_cq ? 1 : 2, __ATOMIC_ACQ_REL);

@@ -99,6 +99,11 @@ int vb_ud_modify(struct vb_qp *q, struct ibv_qp_attr *attr, int mask)
 
 int vb_ud_post_send(struct vb_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
+    /* Sends from RTS on, as rxe's: one posted in ERR is flushed. */
+    if (__atomic_load_n(&q->qp.state, __ATOMIC_ACQUIRE) < IBV_QPS_RTS) {
+        *bad = wr;
+        return EINVAL;
+    }
     for (; wr; wr = wr->next) {
         int64_t flags = vb_send_flags_of(q, wr->send_flags);
         struct nd_dgram_dest d;

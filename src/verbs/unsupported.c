@@ -2,18 +2,12 @@
 /*
  * Entry points the target programs import (every one must resolve at load: their binaries
  * are linked BIND_NOW) that this device does not serve yet, or at all: each fails with the
- * errno rdma-core gives for an operation the device lacks. Address handles and multicast
- * belong to UD, which is not offered.
+ * errno rdma-core gives for an operation the device lacks: multicast (UD here is unicast
+ * only), dma-buf memory.
  */
 #include "verbs_int.h"
 
 #include <errno.h>
-
-VB_API struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-    (void)qp;
-    return NULL;                    /* as rdma-core for a QP made without send ops flags */
-}
 
 VB_API int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {

@@ -112,7 +112,11 @@ struct vb_mw {
 struct vb_channel_notify;
 
 struct vb_cq {
-    struct ibv_cq cq;
+    union {
+        struct ibv_cq cq;
+        struct ibv_cq_ex cqx;       /* of a CQ made by ibv_create_cq_ex (cq_ex.c) */
+    };
+    struct ibv_wc cur;              /* an extended CQ's current completion (its poll's) */
     nd_cq *core;
     struct vb_work notify;          /* the one notify request of a CQ without a channel */
     struct vb_channel_notify *cnotify;  /* of a CQ with one: its own memory (cq.c) */
@@ -148,8 +152,25 @@ struct vb_av_qp {
     uint32_t nheld;
 };
 
+/* The ibv_wr_* batch of an extended QP (qp_ex.c). */
+struct vb_wr_batch {
+    pthread_mutex_t lock;
+    uint32_t cap, n;                /* requests: room (the send queue's depth), built */
+    uint32_t max_sge;
+    int err;                        /* the first builder error, 0 if none */
+    struct ibv_send_wr *wr;         /* cap of them */
+    struct ibv_sge *sge;            /* max_sge per request */
+    /* Inline bytes of the batch, appended; an inline request's one SGE holds its offset
+     * here until complete turns it into an address (the store may move as it grows). */
+    uint8_t *inl;
+    size_t inl_len, inl_cap;
+};
+
 struct vb_qp {
-    struct ibv_qp qp;
+    union {
+        struct ibv_qp qp;
+        struct ibv_qp_ex qpx;       /* of a QP made with send ops flags (qp_ex.c) */
+    };
     nd_qp *core;
     struct ibv_qp_cap cap;          /* as granted */
     bool sig_all;
@@ -168,6 +189,7 @@ struct vb_qp {
      * they go out as datagrams: the connected QPs' fast path pays nothing for it. */
     bool ud;
     uint32_t qkey, sq_psn;
+    struct vb_wr_batch *batch;      /* the ibv_wr_* batch of an extended QP, else NULL */
 };
 
 /* The verbs object around the rdma-core one an application holds (each embeds it). */
@@ -262,6 +284,23 @@ static inline void vb_ah_dest(const struct ibv_ah *ah, struct nd_dgram_dest *d)
 
     d->addr = (const struct sockaddr *)&a->dest;
     d->addr_len = a->dest.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+}
+/* Extended CQs and QPs (cq_ex.c, qp_ex.c). */
+struct ibv_cq_ex *vb_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a);
+struct ibv_qp *vb_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *ax);
+/* An extended QP's batch, freed with the QP (qp.c). */
+static inline void vb_qp_ex_free(struct vb_qp *q)
+{
+    struct vb_wr_batch *b = q->batch;
+
+    if (!b)
+        return;
+    pthread_mutex_destroy(&b->lock);
+    free(b->wr);
+    free(b->sge);
+    free(b->inl);
+    free(b);
+    q->batch = NULL;
 }
 int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int vb_send_wr_check(struct vb_qp *q, const struct ibv_send_wr *wr);
