@@ -147,6 +147,15 @@ struct __attribute__((may_alias)) nd_wc {
 #define ND_WC_DGRAM 0x10u           /* a datagram's receive: src_port names its sender */
 #define ND_WC_DGRAM_V6 0x20u        /* ... which came over IPv6 (its GRH holds an IPv6 header) */
 
+/* Request types beyond ND's, of verbs' remote atomics (ND never posts them): 8 aligned
+ * bytes of the peer's memory changed, their old value returned to the request's buffer. */
+#define ND_REQUEST_TYPE_FETCH_ADD 6
+#define ND_REQUEST_TYPE_CMP_SWAP 7
+static inline bool nd_type_is_atomic(uint8_t type)
+{
+    return type == ND_REQUEST_TYPE_FETCH_ADD || type == ND_REQUEST_TYPE_CMP_SWAP;
+}
+
 /*
  * Datagram queue pairs (UD). Each has a UDP port of its own, and its number says which:
  * port << 8 | 0xff. A peer that learned (address, QP number) can send to it without asking

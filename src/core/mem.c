@@ -98,6 +98,11 @@ static bool range_mapped(const void *buf, size_t len)
 
 ND_DOOR int ndc_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t flags)
 {
+    return nd_mr_register_atomic(mr, buf, len, flags, false);
+}
+
+int nd_mr_register_atomic(nd_mr *mr, const void *buf, size_t len, uint32_t flags, bool atomic)
+{
     int st;
 
     if (!mr_valid(mr))
@@ -120,7 +125,8 @@ ND_DOOR int ndc_mr_register(nd_mr *mr, const void *buf, size_t len, uint32_t fla
         if (st == 0) {
             nd_share_claim((uintptr_t)buf, len, &mr->share);
             mr->token = nd_mtab_publish(mr->adapter, mr->index, (uintptr_t)buf, len,
-                                        flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM, &mr->share, ND_KEY_NEXT, mr->pd);
+                                        (flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM) | (atomic ? ND_ACCESS_REMOTE_ATOMIC : 0),
+                                        &mr->share, ND_KEY_NEXT, mr->pd);
             mr->registered = true;
             mr->addr = (uintptr_t)buf;
             mr->len = len;

@@ -16,6 +16,9 @@ enum nd_mtab_kind { ND_MTAB_FREE = 0, ND_MTAB_MR = 1, ND_MTAB_MW = 2 };
 #define ND_ACCESS_REMOTE_READ   0x2u
 #define ND_ACCESS_REMOTE_WRITE  0x4u
 #define ND_ACCESS_LOCAL_WRITE   0x1u
+/* Remote atomics (verbs' IBV_ACCESS_REMOTE_ATOMIC): no ND_MR_FLAG_* names it, so the ND API
+ * never grants it (nd_mr_register_atomic). */
+#define ND_ACCESS_REMOTE_ATOMIC 0x10u
 
 /*
  * Where the memory of a region lives when it is inside an nd_alloc_memory allocation: the
@@ -153,6 +156,8 @@ bool nd_mr_of(const nd_mr *mr, const struct nd_adapter *a);
  * takes its domain before it is registered or bound; a queue pair uses only memory of its
  * own domain, locally and from its peer. */
 void nd_mr_set_pd(nd_mr *mr, uint16_t pd);
+/* ndc_mr_register, and with @atomic the region also admits remote atomics (verbs). */
+int nd_mr_register_atomic(nd_mr *mr, const void *buf, size_t len, uint32_t flags, bool atomic);
 uint16_t nd_mr_pd(const nd_mr *mr);
 void nd_mw_set_pd(nd_mw *mw, uint16_t pd);
 uint16_t nd_mw_pd(const nd_mw *mw);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include "atomic.h"
 #include "mem_int.h"
 
 #include <stdlib.h>
@@ -12,7 +13,9 @@ int nd_mtab_init(struct nd_adapter *a)
         free(a->mtab_key);
         return -ENOMEM;
     }
-    /* Index 0 is never handed out, so no valid token is 0. Low indices are used first. */
+    /* Index 0 is never handed out, so no valid token is 0. Its entry names this process's
+     * atomic lock page for peers instead. Low indices are used first. */
+    nd_atomic_publish(&a->mtab[0]);
     a->mtab_nfree = 0;
     for (uint32_t i = ND_MTAB_ENTRIES - 1; i >= 1; i--)
         a->mtab_free[a->mtab_nfree++] = i;

@@ -49,7 +49,9 @@ struct nd_qp_ctl {
     /* Bumped by the peer after each connection message it sends us (REP, RTU, DISC): a
      * connector wait spins on it before it sleeps in poll, saving a wake-up per step. */
     _Atomic uint32_t cm_bell;
-    uint32_t reserved;
+    /* Nonzero: the owner's QP refuses remote atomics (verbs' QP access flags without
+     * IBV_ACCESS_REMOTE_ATOMIC); a same-host initiator reads it before it runs one. */
+    _Atomic uint32_t no_remote_atomic;
     _Atomic uint32_t state;         /* enum nd_wire_state; either side may terminate */
     _Atomic int32_t term_status;    /* why, from the terminating side's point of view */
     _Atomic uint32_t peer_waiting;  /* the peer holds a send until a receive is posted */
@@ -109,6 +111,7 @@ struct nd_wr {
     uint16_t bind_key;              /* ND_KEY_NEXT or ND_KEY_GIVEN | key */
     bool bind_replace;
     uint32_t imm;                   /* with ND_WR_IMM: immediate data, as the caller gave it */
+    uint64_t add_or_cmp, swap;      /* an atomic's operands (compare and swap: both) */
     const struct nd_dgram_dest *dgram;  /* a datagram QP's Send: where it goes (the post's own) */
 };
 
@@ -292,6 +295,19 @@ int nd_qp_bind_keyed(nd_qp *qp, void *ctx, nd_mr *mr, nd_mw *mw, const void *buf
 int nd_qp_send_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t imm);
 int nd_qp_write_imm(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr,
                           uint32_t rtoken, uint32_t flags, uint32_t imm);
+/* A remote atomic (verbs) of @type (ND_REQUEST_TYPE_FETCH_ADD: adds @add_or_cmp;
+ * ND_REQUEST_TYPE_CMP_SWAP: @swap where @add_or_cmp was) on the 8 bytes at @raddr, which
+ * must be aligned; the old value goes to @sge (one buffer of 8 bytes, local write).
+ * -EOPNOTSUPP when the connection cannot carry atomics (iwarp towards siw). */
+int nd_qp_atomic(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr, uint32_t rtoken,
+                 uint32_t flags, uint8_t type, uint64_t add_or_cmp, uint64_t swap);
+/* May peers run atomics on memory through this QP (verbs' IBV_ACCESS_REMOTE_ATOMIC of its
+ * QP access flags)? Yes until said otherwise, as ND has no such flag. */
+void nd_qp_set_remote_atomic(nd_qp *qp, bool on);
+static inline bool nd_qp_remote_atomic(const struct nd_qp *qp)
+{
+    return !atomic_load_explicit(&qp->ctl->no_remote_atomic, memory_order_relaxed);
+}
 /* Send with Invalidate (verbs): the peer invalidates its window @stag as the message arrives. */
 int nd_qp_send_inv(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint32_t flags, uint32_t stag);
 #define ND_RNR_WAIT_NS (1000ull * 1000000)     /* the default: a second */

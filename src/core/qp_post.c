@@ -177,6 +177,42 @@ static bool imm_refused(struct nd_qp *qp)
     return t && !(t->carries_imm && t->carries_imm(qp));
 }
 
+void nd_qp_set_remote_atomic(nd_qp *qp, bool on)
+{
+    atomic_store_explicit(&qp->ctl->no_remote_atomic, !on, memory_order_relaxed);
+}
+
+static bool atomic_refused(struct nd_qp *qp)
+{
+    const struct nd_transport_ops *t = __atomic_load_n(&qp->tops, __ATOMIC_ACQUIRE);
+
+    return t && !(t->carries_atomic && t->carries_atomic(qp));
+}
+
+int nd_qp_atomic(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_t raddr, uint32_t rtoken,
+                 uint32_t flags, uint8_t type, uint64_t add_or_cmp, uint64_t swap)
+{
+    struct nd_wr wr;
+    int st;
+
+    wr_init(&wr, type, flags, sge, nsge);
+    wr.remote_addr = raddr;
+    wr.remote_token = rtoken;
+    wr.add_or_cmp = add_or_cmp;
+    wr.swap = swap;
+    if (!nd_qp_valid(qp))
+        return -EBADF;
+    /* One buffer of 8 bytes, as verbs providers take it: the old value is one sink. */
+    if (!nd_type_is_atomic(type) || (flags & ~READ_FLAGS) || (raddr & 7) || nsge != 1)
+        return -EINVAL;
+    if (atomic_refused(qp))
+        return -EOPNOTSUPP;
+    st = check_transfer(qp, sge, nsge, flags, qp->iq_sge, &wr.total);
+    if (st == 0 && wr.total != sizeof(uint64_t))
+        st = -EINVAL;
+    return st == 0 ? post_initiator(qp, &wr, ctx) : st;
+}
+
 /* A Send, or with @kind a verbs Send carrying @value (ND_WR_IMM, ND_WR_INV). Inlined: for
  * ND's Send @kind is a constant 0 and the verbs parts fold away. */
 static inline __attribute__((always_inline)) int
@@ -247,7 +283,7 @@ int nd_qp_send_inv(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint3
 /* The core checks local SGEs for the transport: a bad one fails the request, not the post. */
 bool nd_qp_local_sges_ok(struct nd_qp *qp, const struct nd_wr *wr)
 {
-    uint32_t need = wr->type == ND_REQUEST_TYPE_READ ? ND_ACCESS_LOCAL_WRITE : 0;
+    uint32_t need = wr->type == ND_REQUEST_TYPE_READ || nd_type_is_atomic(wr->type) ? ND_ACCESS_LOCAL_WRITE : 0;
 
     return (wr->flags & ND_OP_FLAG_INLINE) || sges_registered(qp, wr->sge, wr->nsge, need);
 }

@@ -68,6 +68,8 @@ struct nd_transport_ops {
     void (*idle)(struct nd_qp *qp);
     /* Optional: can this connection carry immediate data (ND_WR_IMM)? Absent: no. */
     bool (*carries_imm)(struct nd_qp *qp);
+    /* Optional: can it carry remote atomics (nd_type_is_atomic)? Absent: no. */
+    bool (*carries_atomic)(struct nd_qp *qp);
     /* The QP enters the error state or closes: cancel held requests (in order), tell the
      * peer, and stop moving bytes. */
     void (*shutdown)(struct nd_qp *qp, int why);

@@ -285,6 +285,9 @@ CM_API int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, in
 
     if (!id || !attr || !mask || !id->verbs)
         return cm_fail(EINVAL);
+    /* As the kernel's CM gives an RC QP: remote atomics too (the device offers them). */
+    const int rc_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                             IBV_ACCESS_REMOTE_ATOMIC;
     enum ibv_qp_state want = attr->qp_state;
 
     memset(attr, 0, sizeof(*attr));
@@ -293,12 +296,12 @@ CM_API int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, in
         return cm_ud_init_qp_attr(attr, mask);
     switch (want) {
     case IBV_QPS_INIT:
-        attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+        attr->qp_access_flags = rc_access;
         attr->port_num = id->port_num ? id->port_num : 1;
         *mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
         return 0;
     case IBV_QPS_RTR:
-        attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+        attr->qp_access_flags = rc_access;
         attr->max_dest_rd_atomic = (uint8_t)c->ird;
         attr->min_rnr_timer = 12;
         *mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;

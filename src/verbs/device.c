@@ -186,7 +186,9 @@ void vb_device_attr(const struct vb_device *d, struct ibv_device_attr *attr)
     attr->max_pd = (int)l->max_pd;
     attr->max_qp_rd_atom = attr->max_res_rd_atom = (int)l->max_ird;
     attr->max_qp_init_rd_atom = (int)l->max_ord;
-    attr->atomic_cap = IBV_ATOMIC_NONE;
+    /* Atomic among all atomics of the device, not with the target CPU's own stores
+     * (core/atomic.c). */
+    attr->atomic_cap = IBV_ATOMIC_HCA;
     attr->max_mw = (int)l->max_mr;
     attr->max_srq = (int)l->max_srq;
     attr->max_srq_wr = (int)l->max_srq_wr;

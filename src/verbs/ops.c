@@ -44,6 +44,8 @@ static const uint8_t wc_opcode_of[] = {
     [ND_REQUEST_TYPE_INVALIDATE] = IBV_WC_LOCAL_INV,
     [ND_REQUEST_TYPE_READ] = IBV_WC_RDMA_READ,
     [ND_REQUEST_TYPE_WRITE] = IBV_WC_RDMA_WRITE,
+    [ND_REQUEST_TYPE_FETCH_ADD] = IBV_WC_FETCH_ADD,
+    [ND_REQUEST_TYPE_CMP_SWAP] = IBV_WC_COMP_SWAP,
 };
 
 static enum ibv_wc_opcode wc_opcode(nd_request_type t)

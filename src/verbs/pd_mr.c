@@ -119,7 +119,7 @@ VB_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len
     st = ndc_adapter_create_memory_region(c->adapter, c->port, &m->core);
     if (st == 0) {
         nd_mr_set_pd(m->core, vb_pd_id(pd));
-        st = ndc_mr_register(m->core, addr, length, (uint32_t)rights);
+        st = nd_mr_register_atomic(m->core, addr, length, (uint32_t)rights, access & IBV_ACCESS_REMOTE_ATOMIC);
     }
     if (st != 0) {
         if (m->core)

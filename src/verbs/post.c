@@ -39,6 +39,10 @@ int vb_send_wr_check(struct vb_qp *q, const struct ibv_send_wr *wr)
     case IBV_WR_RDMA_READ:
     case IBV_WR_LOCAL_INV:
         return 0;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+        /* 8 aligned bytes into a buffer of 8 (the core checks it again at its post). */
+        return (wr->wr.atomic.remote_addr & 7) || wr->num_sge != 1 || wr->sg_list[0].length != 8 ? EINVAL : 0;
     case IBV_WR_BIND_MW:
         return vb_bind_wr_check(&q->qp, wr);
     default:
@@ -59,6 +63,10 @@ nd_request_type vb_request_type(enum ibv_wr_opcode op)
         return ND_REQUEST_TYPE_BIND;
     case IBV_WR_LOCAL_INV:
         return ND_REQUEST_TYPE_INVALIDATE;
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        return ND_REQUEST_TYPE_FETCH_ADD;
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+        return ND_REQUEST_TYPE_CMP_SWAP;
     default:
         return ND_REQUEST_TYPE_SEND;
     }
@@ -102,6 +110,12 @@ int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
             st = ndc_qp_read(q->core, ctx, sge, n, wr->wr.rdma.remote_addr, wr->wr.rdma.rkey,
                             (uint32_t)flags & ~ND_OP_FLAG_SEND_AND_SOLICIT_EVENT);
             break;
+        case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        case IBV_WR_ATOMIC_CMP_AND_SWP:
+            st = nd_qp_atomic(q->core, ctx, sge, n, wr->wr.atomic.remote_addr, wr->wr.atomic.rkey,
+                              (uint32_t)flags & ~ND_OP_FLAG_SEND_AND_SOLICIT_EVENT, (uint8_t)vb_request_type(wr->opcode),
+                              wr->wr.atomic.compare_add, wr->wr.atomic.swap);
+            break;
         case IBV_WR_BIND_MW:
         case IBV_WR_LOCAL_INV: {
             int err = wr->opcode == IBV_WR_BIND_MW ? vb_post_bind(qp, wr, (uint32_t)flags)
@@ -115,7 +129,7 @@ int vb_post_send_now(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_
         }
         default:
             *bad = wr;
-            return EINVAL;          /* atomics, UD, TSO: not carried */
+            return EINVAL;          /* UD's, TSO, atomic writes: not carried */
         }
         if (st != 0) {
             *bad = wr;

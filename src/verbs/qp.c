@@ -159,6 +159,9 @@ VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
         vb_wait_cm_attach(q);       /* the CM is connecting it (ndv_qp_cm_attaching) */
     if (mask & IBV_QP_RNR_RETRY)
         ndv_qp_rnr_retry(qp, attr->rnr_retry);
+    /* Of the access flags, the one the core enforces (Reads and Writes are the memory's). */
+    if (mask & IBV_QP_ACCESS_FLAGS)
+        nd_qp_set_remote_atomic(q->core, attr->qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC);
     if (!(mask & IBV_QP_STATE))
         return 0;                   /* other attributes only: nothing the core keeps */
     if ((unsigned)attr->qp_state > IBV_QPS_ERR)
@@ -205,7 +208,8 @@ VB_API int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, s
         attr->qp_state = attr->cur_qp_state = IBV_QPS_INIT;
     __atomic_store_n(&qp->state, attr->qp_state, __ATOMIC_RELEASE);
     attr->path_mtu = (enum ibv_mtu)vb_port_mtu();
-    attr->qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    attr->qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                            (nd_qp_remote_atomic(q->core) ? IBV_ACCESS_REMOTE_ATOMIC : 0);
     attr->cap = q->cap;
     attr->port_num = VB_PORT;
     attr->max_rd_atomic = attr->max_dest_rd_atomic = (uint8_t)q->ird;

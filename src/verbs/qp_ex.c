@@ -26,7 +26,8 @@ static uint64_t ops_offered(enum ibv_qp_type type)
         return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
     return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_SEND_WITH_INV |
            IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
-           IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
+           IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+           IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 }
 
 static struct vb_qp *qpx_of(struct ibv_qp_ex *x)
@@ -95,6 +96,26 @@ static void wr_rdma_write_imm(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
 static void wr_rdma_read(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr)
 {
     wr_rdma(x, IBV_WR_RDMA_READ, rkey, addr, 0);
+}
+
+static void wr_atomic(struct ibv_qp_ex *x, enum ibv_wr_opcode op, uint32_t rkey, uint64_t addr, uint64_t compare_add,
+                      uint64_t swap)
+{
+    struct ibv_send_wr *wr = batch_next(x, op);
+
+    if (wr)
+        wr->wr.atomic = (typeof(wr->wr.atomic)){ .remote_addr = addr, .compare_add = compare_add, .swap = swap,
+                                                  .rkey = rkey };
+}
+
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr, uint64_t compare, uint64_t swap)
+{
+    wr_atomic(x, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, addr, compare, swap);
+}
+
+static void wr_atomic_fetch_add(struct ibv_qp_ex *x, uint32_t rkey, uint64_t addr, uint64_t add)
+{
+    wr_atomic(x, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
 }
 
 static void wr_send(struct ibv_qp_ex *x)
@@ -279,6 +300,8 @@ static void fill_ops(struct ibv_qp_ex *x)
     x->wr_rdma_read = wr_rdma_read;
     x->wr_local_inv = wr_local_inv;
     x->wr_bind_mw = wr_bind_mw;
+    x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+    x->wr_atomic_fetch_add = wr_atomic_fetch_add;
 }
 
 static struct vb_wr_batch *batch_new(const struct ibv_qp_cap *cap)
@@ -315,7 +338,7 @@ struct ibv_qp *vb_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_
     }
     if ((ax->comp_mask & ~known) || ((ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags) ||
         (ex && (ax->send_ops_flags & ~ops_offered(ax->qp_type)))) {
-        errno = EOPNOTSUPP;         /* XRC, RSS, TSO, atomics, source QPN: not offered */
+        errno = EOPNOTSUPP;         /* XRC, RSS, TSO, atomic writes, source QPN: not offered */
         return NULL;
     }
     qp = ibv_create_qp(ax->pd, (struct ibv_qp_init_attr *)ax);

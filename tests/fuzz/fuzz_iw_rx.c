@@ -2,9 +2,11 @@
 /*
  * libFuzzer target: a connected iwarp queue pair whose peer sends whatever the input says.
  * The input is a list of records, each turned into one FPDU with fuzzed fields (Write,
- * Send, Read Request, Read Response, Terminate, or raw bytes), so the fuzzer reaches the
+ * Send, Read Request, Read Response, atomic, Terminate, or raw bytes), so the fuzzer reaches the
  * placement and protection checks, not only the framing. The queue pair has receives
- * posted, a Read and a Send outstanding, and one registered region between guard bytes.
+ * posted, a Read and a Send outstanding, and one registered region (remote atomics allowed)
+ * between guard bytes; the input's first byte says whether the peer is netdirect (its
+ * extensions, atomics among them, in use).
  * Whatever arrives: no crash (ASan checks every access), nothing written outside the
  * registered region (the guards stay intact), completions drained.
  */
@@ -39,9 +41,10 @@ static void setup(void)
         nd_port_create(&port) != ND_SUCCESS ||
         nd_adapter_create_completion_queue(adapter, port, 64, 0, 0, &cq) != ND_SUCCESS ||
         nd_adapter_create_memory_region(adapter, port, &mr) != ND_SUCCESS ||
-        nd_mr_register(mr, mem + GUARD, REGION, ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_ALLOW_REMOTE_READ |
-                       ND_MR_FLAG_ALLOW_REMOTE_WRITE | ND_MR_FLAG_RDMA_READ_SINK, &ov) != ND_SUCCESS)
+        nd_mr_register_atomic(mr, mem + GUARD, REGION, ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_ALLOW_REMOTE_READ |
+                              ND_MR_FLAG_ALLOW_REMOTE_WRITE | ND_MR_FLAG_RDMA_READ_SINK, true) != 0)
         abort();
+    (void)ov;
     rtoken = nd_mr_get_remote_token(mr);
     ltoken = nd_mr_get_local_token(mr);
 }
@@ -54,7 +57,7 @@ static size_t build(struct input *in, uint8_t *out, bool crc)
     uint32_t plen = take(in, 1) * 8, hl;
     uint64_t base = (uint64_t)(uintptr_t)(mem + GUARD);
 
-    switch (kind % 6) {
+    switch (kind % 7) {
     case 0:                         /* raw bytes */
         plen = plen < in->left ? plen : (uint32_t)in->left;
         memcpy(out, in->p, plen);
@@ -89,6 +92,19 @@ static size_t build(struct input *in, uint8_t *out, bool crc)
         h.stag = kind & 0x40 ? take(in, 4) : ltoken;
         h.to = base + (int16_t)take(in, 2);
         break;
+    case 5:
+        h.opcode = IW_OP_ND_ATOMIC_REQ;
+        h.qn = IW_QN_READ;
+        h.msn = take(in, 1);
+        h.rr.sink_stag = take(in, 4);
+        h.rr.size = kind & 0x10 ? take(in, 1) : 8;
+        h.rr.src_stag = kind & 0x40 ? take(in, 4) : rtoken;
+        h.rr.src_to = base + (int16_t)take(in, 2) * (kind & 0x08 ? 1 : 8);
+        h.atomic_op = take(in, 1) % 3;
+        h.add_or_cmp = take(in, 4);
+        h.swap = take(in, 4);
+        plen = 0;
+        break;
     default:
         h.opcode = IW_OP_TERMINATE;
         h.qn = IW_QN_TERM;
@@ -118,7 +134,7 @@ static size_t build(struct input *in, uint8_t *out, bool crc)
     return n + 4;
 }
 
-static struct nd_qp *connect_qp(int sock, bool crc)
+static struct nd_qp *connect_qp(int sock, bool crc, bool nd_peer)
 {
     nd_qp *qp;
     struct iw_conn *c = calloc(1, sizeof(*c));
@@ -131,6 +147,7 @@ static struct nd_qp *connect_qp(int sock, bool crc)
         abort();
     c->sock = sock;
     c->crc = crc;
+    c->nd_peer = nd_peer;
     c->ird = c->ord = c->peer_ird = 2;
     c->timeout_ns = 10ull * 1000000000;
     c->fpdu_max = 512;
@@ -160,7 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(mem, 0x5c, GUARD * 2 + REGION);
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
         abort();
-    qp = connect_qp(sv[0], crc);
+    qp = connect_qp(sv[0], crc, size && (data[0] & 2));
     take(&in, 1);
     while (in.left) {
         size_t n = build(&in, frame, crc);

@@ -57,7 +57,7 @@ static void refused_at_post(struct side *s, struct ibv_mw *mw, struct ibv_mr *wi
     struct ibv_sge sge = { (uintptr_t)s->buf[NRECV], 8, s->mr->lkey };
     struct ibv_send_wr wr = { .wr_id = 52, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
                               .send_flags = IBV_SEND_SIGNALED,
-                              .wr.atomic = { .remote_addr = (uintptr_t)&target, .compare_add = 1, .rkey = 1 } },
+                              .wr.atomic = { .remote_addr = (uintptr_t)&target + 4, .compare_add = 1, .rkey = 1 } },
                           *bad = NULL;
     uint32_t rkey = mw->rkey;
 

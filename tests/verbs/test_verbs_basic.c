@@ -29,7 +29,7 @@ static void device_and_port(struct ibv_context *ctx)
 
     CHECK(ibv_query_device(ctx, &da) == 0);
     CHECK(da.phys_port_cnt == 1 && da.max_qp_wr >= 1024 && da.max_cqe >= 1024 && da.max_sge >= 1);
-    CHECK(da.atomic_cap == IBV_ATOMIC_NONE && da.node_guid != 0);
+    CHECK(da.atomic_cap == IBV_ATOMIC_HCA && da.node_guid != 0);
     struct ibv_device_attr_ex dax;
     CHECK(ibv_query_device_ex(ctx, NULL, &dax) == 0 && dax.orig_attr.phys_port_cnt == 1 && dax.phys_port_cnt_ex == 1);
     CHECK(ibv_query_port(ctx, 1, &pa) == 0);      /* the inline, through verbs_context */

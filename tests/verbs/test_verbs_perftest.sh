@@ -4,7 +4,7 @@
 # ib_{send,write,read}_{lat,bw} as server and client over every size -a takes (2 B to 8 MiB),
 # on this host over shm and over iwarp, or (netns) between two network namespaces over
 # iwarp. Both sides must exit 0 and the client must report a row for every size from 8 B to
-# 1 MiB.
+# 1 MiB; then ib_atomic_lat and ib_atomic_bw (-R), a row for their 8 B.
 # Usage: test_verbs_perftest.sh NETDIRECT_RUN [local|netns] [PROGRAM...]   (77 without perftest)
 set -u
 . "$(dirname "$0")/foreign_lib.sh"
@@ -28,5 +28,12 @@ for transport in $transports; do
             size=$((size * 2))
         done
         echo "$prog -R -a $transport: ok ($(grep -E '^ *1048576 ' "$tmp/c" | tr -s ' \t' ' '))"
+    done
+    [ $# -eq 0 ] || continue        # the programs named, only
+    for prog in ib_atomic_lat ib_atomic_bw; do
+        port=$((port + 1))
+        run_pair "$prog" 0 "" "" -- "$prog" -R -n 1000 -p PORT -- "$prog" -R -n 1000 -p PORT ADDR
+        grep -Eq '^ *8 +1000 ' "$tmp/c" || { cat "$tmp/c"; echo "$transport $prog: no row for 8 B"; exit 1; }
+        echo "$prog -R $transport: ok ($(grep -E '^ *8 +1000 ' "$tmp/c" | tr -s ' \t' ' '))"
     done
 done

@@ -230,7 +230,8 @@ void iw_idle(struct nd_qp *qp)
     iw_engine_unpark(c);
 }
 
-/* Only a netdirect peer knows the opcodes that carry it; siw answers them with a Terminate. */
+/* Only a netdirect peer knows the opcodes that carry immediate data and atomics; siw
+ * answers them with a Terminate. */
 static bool iw_carries_imm(struct nd_qp *qp)
 {
     struct iw_conn *c = iw_conn_of(qp->conn);
@@ -259,6 +260,7 @@ const struct nd_transport_ops iwarp_transport = {
     .idle = iw_idle,
     .lend = iw_lend,
     .carries_imm = iw_carries_imm,
+    .carries_atomic = iw_carries_imm,
     .shutdown = iw_shutdown,
     .mem_revoked = iw_mem_revoked,
     .destroy = iw_destroy,

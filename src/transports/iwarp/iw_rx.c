@@ -313,6 +313,34 @@ static enum hdr_verdict check_read_request(struct iw_conn *c)
     return HDR_OK;
 }
 
+/* netdirect's atomic (IW_OP_ND_ATOMIC_REQ): a Read Request of 8 aligned bytes the QP and the
+ * memory allow atomics on, queued to run when its response is framed (iw_tx.c). */
+static enum hdr_verdict check_atomic_request(struct iw_conn *c)
+{
+    const struct iw_hdr *h = &c->rh;
+    struct iw_rresp *r;
+
+    if (h->msn != c->expect_msn_read)
+        return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x03, -ECANCELED);
+    if (c->irq_count >= c->irq_cap || c->irq_count - c->irq_fences >= c->ird)
+        return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x07, -ECANCELED);
+    if (h->rr.size != sizeof(uint64_t) || (h->rr.src_to & 7) || h->atomic_op > IW_ATOMIC_CMP_SWAP)
+        return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, 0x06, -ECANCELED);
+    if (!nd_qp_remote_atomic(c->base.qp))      /* the QP's access flags: a rights error */
+        return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, ND_MTAB_RIGHTS, -EFAULT);
+    if (nd_mtab_check(c->base.qp->adapter->mtab, ND_MTAB_ENTRIES, h->rr.src_stag, h->rr.src_to, h->rr.size,
+                      ND_ACCESS_REMOTE_ATOMIC, c->base.qp->pd))
+        return protection_error(c, h->rr.src_stag, h->rr.src_to, h->rr.size, ND_ACCESS_REMOTE_ATOMIC);
+    c->expect_msn_read++;
+    r = &c->irq[(c->irq_head + c->irq_count++) % c->irq_cap];
+    *r = (struct iw_rresp){ .sink_stag = h->rr.sink_stag, .src_stag = h->rr.src_stag, .size = h->rr.size,
+                            .sink_to = h->rr.sink_to, .src_to = h->rr.src_to,
+                            .atomic = h->atomic_op == IW_ATOMIC_FETCH_ADD ? ND_REQUEST_TYPE_FETCH_ADD
+                                                                          : ND_REQUEST_TYPE_CMP_SWAP,
+                            .add_or_cmp = h->add_or_cmp, .swap = h->swap };
+    return HDR_OK;
+}
+
 /* What a Terminate from the peer means for the request it names. */
 static int term_status(const struct iw_term *t)
 {
@@ -334,7 +362,7 @@ static bool names_request(const struct iw_txe *e, const struct iw_hdr *o)
                o->to - e->wr.remote_addr <= e->wr.total;
     if (o->qn == IW_QN_SEND)
         return e->wr.type == ND_REQUEST_TYPE_SEND && e->msn == o->msn;
-    return o->qn == IW_QN_READ && e->wr.type == ND_REQUEST_TYPE_READ && e->msn == o->msn;
+    return o->qn == IW_QN_READ && iw_wants_response(&e->wr) && e->msn == o->msn;
 }
 
 /* Which of our unfinished requests the Terminate's attached header names, if any. */
@@ -393,6 +421,12 @@ static enum hdr_verdict on_header(struct iw_conn *c)
         if (plen)
             return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x05, -ECANCELED);
         return check_read_request(c);
+    case IW_OP_ND_ATOMIC_REQ:
+        if (!c->nd_peer)
+            break;
+        if (plen)
+            return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x05, -ECANCELED);
+        return check_atomic_request(c);
     case IW_OP_TERMINATE:
         nd_log(ND_LOG_INFO, ND_SUB_IWARP, "peer sent Terminate: layer %u type %u code 0x%02x%s", h->term.layer,
                h->term.etype, h->term.ecode, h->term.siw_order ? " (siw bit order)" : "");
@@ -479,6 +513,9 @@ static bool on_fpdu_end(struct iw_conn *c)
         break;
     case IW_OP_ND_WRITE_IMM: case IW_OP_ND_WRITE_SE_IMM:
         complete_receive(c, false);        /* no payload: msg_bytes is the Write's length */
+        break;
+    case IW_OP_ND_ATOMIC_REQ:
+        iw_tx_pump(c);
         break;
     case IW_OP_READ_REQ:
         if (c->app_rx && !c->rh.rr.size && c->irq_count == c->irq_fences) {

@@ -8,6 +8,7 @@
  */
 #include "iwarp.h"
 #include "core/log.h"
+#include "core/atomic.h"
 #include "core/srq_int.h"
 
 #include <errno.h>
@@ -153,6 +154,13 @@ static void frame_request(struct iw_conn *c, struct iw_txe *e)
                                   .src_to = e->wr.remote_addr };
 
         hl = (uint32_t)iw_encode_read_req(f->hdr, e->msn, &rr);
+    } else if (nd_type_is_atomic(e->wr.type)) {
+        struct iw_read_req rr = { .sink_stag = e->wr.sge[0].memory_region_token,
+                                  .sink_to = (uint64_t)(uintptr_t)e->wr.sge[0].buffer, .size = sizeof(uint64_t),
+                                  .src_stag = e->wr.remote_token, .src_to = e->wr.remote_addr };
+        uint32_t op = e->wr.type == ND_REQUEST_TYPE_FETCH_ADD ? IW_ATOMIC_FETCH_ADD : IW_ATOMIC_CMP_SWAP;
+
+        hl = (uint32_t)iw_encode_atomic_req(f->hdr, e->msn, &rr, op, e->wr.add_or_cmp, e->wr.swap);
     } else {
         bool send = e->wr.type == ND_REQUEST_TYPE_SEND;
         uint32_t want = room(c, send ? IW_HDR_UNTAGGED : IW_HDR_TAGGED), gen = iw_mtab_gen(c);
@@ -184,7 +192,7 @@ static void frame_request(struct iw_conn *c, struct iw_txe *e)
     if (last && !e->notice_due) {
         f->ends_txe = (int32_t)(e->wr.index & 0x7fffffff);
         c->cur_txe = -1;
-        c->unfenced = e->wr.type != ND_REQUEST_TYPE_READ;
+        c->unfenced = !iw_wants_response(&e->wr);
     }
     c->txf_count++;
 }
@@ -245,10 +253,22 @@ static void frame_read_response(struct iw_conn *c)
     src.memory_region_token = 0;
     /* Checked when the request came; checked again in case the memory went away since. */
     if (want && nd_mtab_check(c->base.qp->adapter->mtab, ND_MTAB_ENTRIES, r->src_stag, r->src_to + r->sent, want,
-                              ND_ACCESS_REMOTE_READ, c->base.qp->pd)) {
+                              r->atomic ? ND_ACCESS_REMOTE_ATOMIC : ND_ACCESS_REMOTE_READ, c->base.qp->pd)) {
         iw_send_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_PROTECTION, 0x00, NULL);
         iw_conn_fail(c, -EFAULT);
         return;
+    }
+    /* An atomic runs now, in its turn after everything the peer sent before it; the answer
+     * is the FPDU's own copy of the old value (the queue entry is reused once framed). */
+    if (r->atomic) {
+        int st = nd_atomic_local(r->atomic, (uint64_t *)(uintptr_t)r->src_to, r->add_or_cmp, r->swap, &f->old_value);
+
+        if (st != 0) {
+            iw_send_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_CATASTROPHIC, 0x00, NULL);
+            iw_conn_fail(c, st);
+            return;
+        }
+        src.buffer = &f->old_value;
     }
     payload_iov(&src, 1, 0, want, f->iov, &f->niov, IW_TXF_IOV - 1);
     r->sent += want;
@@ -284,7 +304,7 @@ static bool start_next(struct iw_conn *c)
         iw_txe_done(c, e, ND_LOCAL_PROTECTION);
         return true;
     }
-    if (e->wr.type == ND_REQUEST_TYPE_READ) {
+    if (iw_wants_response(&e->wr)) {
         if (c->ord == 0) {
             c->tx_next++;
             iw_txe_done(c, e, -EBADRQC);     /* no outbound Read was negotiated */
@@ -335,7 +355,7 @@ static void fpdu_sent(struct iw_conn *c, struct iw_txf *f)
     if (f->ends_txe >= 0) {
         struct iw_txe *e = txe_at(c, (uint32_t)f->ends_txe);
 
-        e->state = e->wr.type == ND_REQUEST_TYPE_READ ? TXE_WAIT_READ : TXE_WAIT_ACK;
+        e->state = iw_wants_response(&e->wr) ? TXE_WAIT_READ : TXE_WAIT_ACK;
         /* Towards a peer without fences, the socket taking its last byte completes it. */
         if (e->state == TXE_WAIT_ACK && !c->nd_peer)
             iw_txe_done(c, e, 0);

@@ -81,10 +81,13 @@ struct iw_rd {
 };
 #define IW_RDQ_CAP 256u             /* > any ORD we negotiate (128) plus the fences' slack */
 
-/* An inbound Read Request waiting for its response to be sent. */
+/* An inbound Read Request waiting for its response to be sent; or an atomic's, run when
+ * its response is framed (atomic: its request type, 0 for a Read). */
 struct iw_rresp {
     uint32_t sink_stag, src_stag, size, sent;
     uint64_t sink_to, src_to;
+    uint8_t atomic;
+    uint64_t add_or_cmp, swap;
 };
 
 /* One FPDU ready (or partly written) for the socket. What every FPDU touches comes first:
@@ -95,6 +98,7 @@ struct iw_txf {
     bool ends_rresp;
     uint8_t *bounce;                /* its payload, copied out of a region deregistered under it */
     uint8_t trailer[8];             /* pad and CRC */
+    uint64_t old_value;             /* an atomic's response: the target's 8 bytes as they were */
     uint8_t hdr[IW_MAX_HDR];
     struct iovec iov[IW_TXF_IOV];
 };
@@ -239,6 +243,12 @@ int iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint3
 
 enum iw_txe_state { TXE_FREE, TXE_QUEUED, TXE_WAIT_ACK, TXE_WAIT_READ, TXE_DONE };
 enum hdr_verdict { HDR_OK, HDR_STALL, HDR_FAIL };
+
+/* Is @w answered by a Read Response: a Read, or an atomic (netdirect's, IW_OP_ND_ATOMIC_REQ)? */
+static inline bool iw_wants_response(const struct nd_wr *w)
+{
+    return w->type == ND_REQUEST_TYPE_READ || nd_type_is_atomic(w->type);
+}
 
 static inline struct iw_txe *txe_at(struct iw_conn *c, uint32_t index)
 {

@@ -175,6 +175,8 @@ uint16_t iw_hdr_len_for(uint8_t ctrl0, uint8_t ctrl1)
     switch (ctrl1 & 0x0f) {
     case IW_OP_READ_REQ:
         return IW_HDR_READ_REQ;
+    case IW_OP_ND_ATOMIC_REQ:
+        return IW_HDR_ATOMIC_REQ;
     case IW_OP_TERMINATE:
         return IW_HDR_TERM;
     default:
@@ -238,12 +240,17 @@ int iw_hdr_parse(const uint8_t *buf, size_t len, struct iw_hdr *h)
     h->qn = iw_get32(buf + 6);
     h->msn = iw_get32(buf + 10);
     h->mo = iw_get32(buf + 14);
-    if (h->opcode == IW_OP_READ_REQ) {
+    if (h->opcode == IW_OP_READ_REQ || h->opcode == IW_OP_ND_ATOMIC_REQ) {
         h->rr.sink_stag = iw_get32(buf + 18);
         h->rr.sink_to = iw_get64(buf + 22);
         h->rr.size = iw_get32(buf + 30);
         h->rr.src_stag = iw_get32(buf + 34);
         h->rr.src_to = iw_get64(buf + 38);
+        if (h->opcode == IW_OP_ND_ATOMIC_REQ) {
+            h->atomic_op = iw_get32(buf + 46);
+            h->add_or_cmp = iw_get64(buf + 50);
+            h->swap = iw_get64(buf + 58);
+        }
     } else if (h->opcode == IW_OP_TERMINATE) {
         term_parse(buf + 18, need - IW_HDR_TERM, &h->term);
     }
@@ -275,8 +282,10 @@ size_t iw_hdr_encode(uint8_t *out, const struct iw_hdr *h)
         return 2 + n;
     }
     iw_put_untagged_fields(out, h->inval_stag, h->qn, h->msn, h->mo);
-    if (h->opcode == IW_OP_READ_REQ) {
+    if (h->opcode == IW_OP_READ_REQ || h->opcode == IW_OP_ND_ATOMIC_REQ) {
         iw_put_read_req_fields(out, &h->rr);
+        if (h->opcode == IW_OP_ND_ATOMIC_REQ)
+            iw_put_atomic_fields(out, h->atomic_op, h->add_or_cmp, h->swap);
     } else if (h->opcode == IW_OP_TERMINATE) {
         term_ctrl_encode(p + 18, &h->term);
         n = (uint16_t)(n + h->term.attach_len);

@@ -76,6 +76,11 @@ enum iw_opcode {
      * no payload on the Send queue (it takes the next MSN and a receive) whose MO is the
      * Write's length. */
     IW_OP_ND_SEND_IMM = 0xc, IW_OP_ND_SEND_SE_IMM = 0xd, IW_OP_ND_WRITE_IMM = 0xe, IW_OP_ND_WRITE_SE_IMM = 0xf,
+    /* netdirect's remote atomic, between netdirect peers only, in the slot RFC 7306 gives
+     * its Atomic Request (docs/design-iwarp.md, "Atomics"): a Read Request on the Read
+     * queue (its MSN, an IRD slot) of 8 bytes, followed by the operation and its operands;
+     * the answer is an ordinary Read Response of the target's 8 bytes as they were. */
+    IW_OP_ND_ATOMIC_REQ = 0xa,
 };
 
 #define IW_DDP_T 0x80u
@@ -89,10 +94,13 @@ enum iw_opcode {
 #define IW_HDR_TAGGED 14u           /* ULPDU bytes of a tagged header */
 #define IW_HDR_UNTAGGED 18u
 #define IW_HDR_READ_REQ 46u         /* untagged + the 28-byte read request body */
+#define IW_HDR_ATOMIC_REQ 66u       /* a read request + operation (4) and two operands (8 each) */
 #define IW_HDR_TERM 22u             /* untagged + the terminate control word */
 #define IW_MAX_HDR 80u              /* the largest header we parse, attachments included */
 #define IW_FPDU_MAX_ULPDU 65535u
 #define IW_TERM_ATTACH_MAX 48u
+
+enum { IW_ATOMIC_FETCH_ADD = 0, IW_ATOMIC_CMP_SWAP = 1 };
 
 struct iw_read_req {
     uint32_t sink_stag;
@@ -122,7 +130,9 @@ struct iw_hdr {
     uint32_t inval_stag;            /* untagged: RsvdULP (Invalidate STag for 4/6) */
     uint32_t qn, msn, mo;           /* untagged */
     uint16_t hdr_len;               /* bytes of the header within the ULPDU */
-    struct iw_read_req rr;          /* opcode READ_REQ */
+    struct iw_read_req rr;          /* opcode READ_REQ, ND_ATOMIC_REQ */
+    uint32_t atomic_op;             /* ND_ATOMIC_REQ: IW_ATOMIC_FETCH_ADD or IW_ATOMIC_CMP_SWAP */
+    uint64_t add_or_cmp, swap;      /* ND_ATOMIC_REQ: its operands */
     struct iw_term term;            /* opcode TERMINATE; last: parsing leaves it alone otherwise */
 };
 
@@ -250,6 +260,24 @@ static inline size_t iw_encode_tagged(uint8_t *out, uint8_t opcode, bool last, u
     iw_put_ctrl(out, true, last, IW_DDP_VERSION, IW_RDMAP_VERSION, opcode, IW_HDR_TAGGED + plen);
     iw_put_tagged_fields(out, stag, to);
     return 2 + IW_HDR_TAGGED;
+}
+
+static inline void iw_put_atomic_fields(uint8_t *out, uint32_t op, uint64_t add_or_cmp, uint64_t swap)
+{
+    iw_put32(out + 48, op);
+    iw_put64(out + 52, add_or_cmp);
+    iw_put64(out + 60, swap);
+}
+
+/* An atomic (netdirect's): a Read Request of 8 bytes with the operation behind it. */
+static inline size_t iw_encode_atomic_req(uint8_t *out, uint32_t msn, const struct iw_read_req *rr, uint32_t op,
+                                          uint64_t add_or_cmp, uint64_t swap)
+{
+    iw_put_ctrl(out, false, true, IW_DDP_VERSION, IW_RDMAP_VERSION, IW_OP_ND_ATOMIC_REQ, IW_HDR_ATOMIC_REQ);
+    iw_put_untagged_fields(out, 0, IW_QN_READ, msn, 0);
+    iw_put_read_req_fields(out, rr);
+    iw_put_atomic_fields(out, op, add_or_cmp, swap);
+    return 2 + IW_HDR_ATOMIC_REQ;
 }
 
 /* A Read Request (QN 1, MO 0, always the last and only segment of its message). */

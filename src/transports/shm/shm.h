@@ -75,6 +75,16 @@ struct shm_signal *shm_signal_get(pid_t pid, uint64_t nonce, uint64_t serial, in
 int shm_signal_fd(const struct shm_signal *s);
 void shm_signal_put(struct shm_signal *s);
 
+/* Remote atomics (shm_atomic.c): peer @pid's atomic lock page, named by its token table's
+ * entry 0, mapped (NULL if it cannot be); its unmapping; and an atomic @wr run on the
+ * peer's memory under that lock, through @view (our mapping of the 8 bytes) when not
+ * NULL, the old value in *old. */
+struct nd_atomic_page;
+struct nd_mtab_entry;
+struct nd_atomic_page *shm_atomic_locks(pid_t pid, const struct nd_mtab_entry *entry0);
+void shm_atomic_unmap(struct nd_atomic_page *locks);
+int shm_atomic_run(pid_t pid, struct nd_atomic_page *locks, uint8_t *view, const struct nd_wr *wr, uint64_t *old);
+
 /* The peer ended the connection (DISC or EOF): flush. */
 void shm_peer_gone(struct nd_qp *qp);
 

@@ -78,6 +78,7 @@ struct shm_conn {
     bool timed;
     struct peer_map maps[PEER_MAPS];    /* under the QP lock, like every post */
     uint32_t next_map;
+    struct nd_atomic_page *peer_locks;  /* the peer's atomic locks, mapped at the first atomic */
 };
 
 static struct shm_conn *conn_of(struct nd_qp *qp)
@@ -515,8 +516,42 @@ static int do_write_imm(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr
                            (wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? ND_CQE_SOLICITED : 0));
 }
 
+/* A remote atomic, run here on the peer's memory (shm_atomic.c); the old value to our SGEs. */
+static int do_atomic(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+{
+    struct nd_mtab_share sh;
+    uint64_t old;
+    int st;
+
+    if (c->ord == 0)
+        return -EBADRQC;    /* atomics count against ORD as Reads do: none was negotiated */
+    if (!c->peer_locks && !(c->peer_locks = shm_atomic_locks(c->pid, &c->peer_mtab[0])))
+        return -EOPNOTSUPP;
+    touch_begin(qp);
+    if (terminated(qp, c))
+        st = -ECANCELED;
+    else if (atomic_load_explicit(&c->pctl->no_remote_atomic, memory_order_relaxed))
+        st = -EBADRQC;      /* the peer's QP takes none: an invalid request, as rxe answers */
+    else if (ND_UNLIKELY(c->inv_count) && invalidated_by_us(c, wr->remote_token))
+        st = -EFAULT;
+    else if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, wr->remote_token, wr->remote_addr, sizeof(old),
+                                 ND_ACCESS_REMOTE_ATOMIC, c->peer_pd, &sh))
+        st = -EFAULT;
+    else
+        st = shm_atomic_run(c->pid, c->peer_locks, peer_view(c, &sh, wr->remote_addr, sizeof(old)), wr, &old);
+    touch_end(qp);
+    if (st == 0) {
+        struct sge_stream local = { wr->sge, 0, 0 };
+
+        stream_copy(&local, (uint8_t *)&old, sizeof(old), false);
+    }
+    return st;
+}
+
 static int do_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
+    if (ND_UNLIKELY(nd_type_is_atomic(wr->type)))
+        return do_atomic(qp, c, wr);
     if (wr->type != ND_REQUEST_TYPE_WRITE && c->ord == 0)
         return -EBADRQC;   /* no outbound Read was negotiated */
     if (ND_UNLIKELY(wr->flags & ND_WR_IMM))
@@ -593,7 +628,9 @@ static bool hold(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 
 static void finish(struct nd_qp *qp, const struct nd_wr *wr, int st)
 {
-    nd_qp_complete_initiator(qp, wr->index, st, wr->type == ND_REQUEST_TYPE_READ ? (uint32_t)wr->total : 0);
+    bool returns = wr->type == ND_REQUEST_TYPE_READ || nd_type_is_atomic(wr->type);
+
+    nd_qp_complete_initiator(qp, wr->index, st, returns ? (uint32_t)wr->total : 0);
 }
 
 static void drop_held(struct shm_conn *c)
@@ -790,6 +827,12 @@ static bool shm_carries_imm(struct nd_qp *qp)
     return true;
 }
 
+/* Every shm peer is netdirect: whether its lock page can be had is found at the atomic. */
+static bool shm_carries_atomic(struct nd_qp *qp)
+{
+    return true;
+}
+
 static void shm_shutdown(struct nd_qp *qp, int why)
 {
     struct shm_conn *c = conn_of(qp);
@@ -834,6 +877,7 @@ static void shm_destroy(struct nd_qp *qp)
     if (c->psrq)
         munmap(c->psrq, c->psl.size);
     unmap_peer_views(c);
+    shm_atomic_unmap(c->peer_locks);
     shm_signal_put(c->prcq);
     shm_signal_put(c->picq);
     free(c->held);
@@ -883,6 +927,7 @@ const struct nd_transport_ops shm_transport = {
     .progress = shm_progress,
     .queue_full = shm_queue_full,
     .carries_imm = shm_carries_imm,
+    .carries_atomic = shm_carries_atomic,
     .shutdown = shm_shutdown,
     .peer_quiesce = shm_peer_quiesce,
     .destroy = shm_destroy,
