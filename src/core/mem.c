@@ -139,6 +139,53 @@ int nd_mr_register_atomic(nd_mr *mr, const void *buf, size_t len, uint32_t flags
 }
 
 /*
+ * Verbs' ibv_rereg_mr: the registration changes in place (range, rights, protection domain)
+ * and keeps its token, as an RNIC's rereg keeps its keys. The entry is published anew
+ * (peers and our checks see one or the other, never a mix: its seqlock); then, as for a
+ * deregistration, nothing touches the old range through it once this returns.
+ */
+int nd_mr_reregister(nd_mr *mr, const void *buf, size_t len, uint32_t flags, bool atomic, uint16_t pd)
+{
+    struct nd_mtab_share old_share;
+    uint64_t old_addr, old_len;
+    int st = 0;
+
+    if (!mr_valid(mr))
+        return -EBADF;
+    if (len == 0 || len > nd_caps.max_mr_size || (flags & ~MR_FLAGS_KNOWN))
+        return -EINVAL;
+    if (!buf || !range_mapped(buf, len))
+        return -EFAULT;
+    pthread_mutex_lock(&mr->lock);
+    if (!mr->registered)
+        st = -EBADFD;
+    else if (atomic_load(&mr->bound_windows) != 0)
+        st = -EBUSY;
+    if (st != 0) {
+        pthread_mutex_unlock(&mr->lock);
+        return st;
+    }
+    if (mr->huge_queued)
+        nd_huge_withdraw(mr->adapter, mr);
+    old_share = mr->share;
+    old_addr = mr->addr;
+    old_len = mr->len;
+    nd_share_claim((uintptr_t)buf, len, &mr->share);
+    mr->pd = pd;
+    mr->token = nd_mtab_publish(mr->adapter, mr->index, (uintptr_t)buf, len,
+                                (flags & ~ND_MR_FLAG_DO_NOT_SECURE_VM) | (atomic ? ND_ACCESS_REMOTE_ATOMIC : 0),
+                                &mr->share, ND_KEY_GIVEN | (mr->token & 0xffu), pd);
+    mr->addr = (uintptr_t)buf;
+    mr->len = len;
+    mr->huge_queued = !mr->share.ino && nd_huge_collapse_later(mr->adapter, mr, buf, len);
+    pthread_mutex_unlock(&mr->lock);
+    nd_mem_barrier(mr->adapter, old_addr, old_len);
+    if (old_share.ino)
+        nd_share_release((uintptr_t)old_share.base);
+    return 0;
+}
+
+/*
  * The token goes first, then the barrier waits out everything that could still be touching
  * the memory through it (ours and same-host peers', mem_barrier.c): when this returns,
  * nothing does, and nothing will. Only then may nd_free_memory have the memory back.

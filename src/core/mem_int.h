@@ -156,6 +156,9 @@ bool nd_mr_of(const nd_mr *mr, const struct nd_adapter *a);
  * takes its domain before it is registered or bound; a queue pair uses only memory of its
  * own domain, locally and from its peer. */
 void nd_mr_set_pd(nd_mr *mr, uint16_t pd);
+/* Change a registered region in place, its token kept (verbs' ibv_rereg_mr); returns once
+ * nothing touches the old range through it. 0, -EBUSY (windows bound) or a register error. */
+int nd_mr_reregister(nd_mr *mr, const void *buf, size_t len, uint32_t flags, bool atomic, uint16_t pd);
 /* ndc_mr_register, and with @atomic the region also admits remote atomics (verbs). */
 int nd_mr_register_atomic(nd_mr *mr, const void *buf, size_t len, uint32_t flags, bool atomic);
 uint16_t nd_mr_pd(const nd_mr *mr);

@@ -94,9 +94,36 @@ static int64_t nd_rights(unsigned access)
     return f;
 }
 
+/* A core region of @pd over [addr, addr+length) with @access (checked): 0 or a core status. */
+static int region_new(struct ibv_pd *pd, void *addr, size_t length, unsigned access, nd_mr **out)
+{
+    struct vb_context *c = vb_ctx(pd->context);
+    int st = ndc_adapter_create_memory_region(c->adapter, c->port, out);
+
+    if (st == 0) {
+        nd_mr_set_pd(*out, vb_pd_id(pd));
+        st = nd_mr_register_atomic(*out, addr, length, (uint32_t)nd_rights(access), access & IBV_ACCESS_REMOTE_ATOMIC);
+        if (st != 0)
+            ndc_mr_close(*out);
+    }
+    return st;
+}
+
+/* The application's view of @m's region. */
+static void mr_fill(struct vb_mr *m, struct ibv_pd *pd, void *addr, size_t length, unsigned access)
+{
+    m->mr.context = pd->context;
+    m->mr.pd = pd;
+    m->mr.addr = addr;
+    m->mr.length = length;
+    m->mr.lkey = ndc_mr_get_local_token(m->core);
+    m->mr.rkey = ndc_mr_get_remote_token(m->core);
+    m->mw_bind = access & IBV_ACCESS_MW_BIND;
+    m->access = access;
+}
+
 VB_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
 {
-    struct vb_context *c;
     struct vb_mr *m;
     int64_t rights = nd_rights(access);
     int st;
@@ -110,31 +137,18 @@ VB_API struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len
         errno = EOPNOTSUPP;
         return NULL;
     }
-    c = vb_ctx(pd->context);
     m = calloc(1, sizeof(*m));
     if (!m) {
         errno = ENOMEM;
         return NULL;
     }
-    st = ndc_adapter_create_memory_region(c->adapter, c->port, &m->core);
-    if (st == 0) {
-        nd_mr_set_pd(m->core, vb_pd_id(pd));
-        st = nd_mr_register_atomic(m->core, addr, length, (uint32_t)rights, access & IBV_ACCESS_REMOTE_ATOMIC);
-    }
+    st = region_new(pd, addr, length, access, &m->core);
     if (st != 0) {
-        if (m->core)
-            ndc_mr_close(m->core);
         free(m);
         errno = nd_errno_of(st);
         return NULL;
     }
-    m->mr.context = pd->context;
-    m->mr.pd = pd;
-    m->mr.addr = addr;
-    m->mr.length = length;
-    m->mr.lkey = ndc_mr_get_local_token(m->core);
-    m->mr.rkey = ndc_mr_get_remote_token(m->core);
-    m->mw_bind = access & IBV_ACCESS_MW_BIND;
+    mr_fill(m, pd, addr, length, access);
     return &m->mr;
 }
 
@@ -164,17 +178,40 @@ VB_API int ibv_dereg_mr(struct ibv_mr *mr)
     return 0;
 }
 
-/* Re-registration is not offered: what rdma-core refuses for any device is refused as it
- * refuses it (EINVAL), the rest as by a provider without the command (EOPNOTSUPP). */
+/*
+ * Re-registration changes the region in place and keeps its keys, as rxe's and mlx5's do
+ * (rdma-core's tests use the old rkey after it); nothing touches the old range through it
+ * once this returns. What rdma-core refuses for any device is refused as it refuses it
+ * (IBV_REREG_MR_ERR_INPUT, EINVAL); a failure after that (IBV_REREG_MR_ERR_CMD, windows
+ * still bound, say) leaves the region as it was.
+ */
 VB_API int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)
 {
-    (void)pd;
+    struct vb_mr *m = to_vb_mr(mr);
+    int st;
+
     if (!mr || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
         ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) ||
-        (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+        (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
+        ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != mr->context)) ||
+        ((flags & IBV_REREG_MR_CHANGE_ACCESS) && nd_rights((unsigned)access) < 0)) {
         errno = EINVAL;
         return IBV_REREG_MR_ERR_INPUT;
     }
-    errno = EOPNOTSUPP;
-    return IBV_REREG_MR_ERR_CMD;
+    if (!(flags & IBV_REREG_MR_CHANGE_PD))
+        pd = mr->pd;
+    if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+        addr = mr->addr;
+        length = mr->length;
+    }
+    if (!(flags & IBV_REREG_MR_CHANGE_ACCESS))
+        access = (int)m->access;
+    st = nd_mr_reregister(m->core, addr, length, (uint32_t)nd_rights((unsigned)access),
+                          access & IBV_ACCESS_REMOTE_ATOMIC, vb_pd_id(pd));
+    if (st != 0) {
+        errno = nd_errno_of(st);
+        return IBV_REREG_MR_ERR_CMD;
+    }
+    mr_fill(m, pd, addr, length, (unsigned)access);
+    return 0;
 }

@@ -98,6 +98,7 @@ struct vb_mr {
     struct ibv_mr mr;
     struct nd_mr *core;
     bool mw_bind;                   /* registered with IBV_ACCESS_MW_BIND */
+    unsigned access;                /* as registered (ibv_rereg_mr keeps what it does not change) */
 };
 
 /* A window's rkey is the core's token: its slot << 8 | a key byte, which type 2 binds take
