@@ -660,6 +660,9 @@ int nd_qp_modify_state(nd_qp *qp, enum nd_qp_state to)
     }
     if (!err)
         __atomic_store_n(&qp->state, to, __ATOMIC_RELEASE);     /* nd_qp_connectable reads it unlocked */
+    /* A datagram QP takes receives from INIT on, as rxe's. */
+    if (!err && qp->datagram)
+        __atomic_store_n(&qp->recv_refused, to == ND_QPS_RESET ? -EINVAL : 0, __ATOMIC_RELAXED);
     nd_lock_release(&qp->lock);
     return err;
 }
@@ -895,6 +898,7 @@ int nd_qp_create_kind(struct nd_adapter *a, struct nd_cq *rcq, struct nd_cq *icq
     qp->cm_sock = -1;
     qp->state = initial;
     qp->datagram = datagram;
+    qp->recv_refused = srq ? -EBADRQC : datagram && initial == ND_QPS_RESET ? -EINVAL : 0;
     st = qp_alloc(qp);
     if (st == 0)
         st = qp_attach(qp);

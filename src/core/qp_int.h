@@ -111,7 +111,11 @@ struct nd_wr {
     uint16_t bind_key;              /* ND_KEY_NEXT or ND_KEY_GIVEN | key */
     bool bind_replace;
     uint32_t imm;                   /* with ND_WR_IMM: immediate data, as the caller gave it */
-    uint64_t add_or_cmp, swap;      /* an atomic's operands (compare and swap: both) */
+    /* A remote atomic travels as a Read of 8 bytes (ORD, response, completion bytes) with
+     * this its kind: ND_REQUEST_TYPE_FETCH_ADD or _CMP_SWAP (0: a plain Read), and these its
+     * operands. Its completion reports that kind. */
+    uint8_t atomic;
+    uint64_t add_or_cmp, swap;
     const struct nd_dgram_dest *dgram;  /* a datagram QP's Send: where it goes (the post's own) */
 };
 
@@ -150,6 +154,9 @@ struct nd_qp {
     void *context;
     struct nd_cq *rcq, *icq;
     nd_srq *srq;                    /* receives come from here, when set */
+    /* What a receive post gets now, 0 if it may post (atomic: set under the lock, read
+     * before it): -EBADRQC, its receives are the SRQ's; -EINVAL, a datagram QP in RESET. */
+    int recv_refused;
     uint32_t rq_depth, iq_depth, rq_sge, iq_sge, inline_size;
     uint32_t rq_entries, iq_entries;
     struct nd_lock lock;            /* posting, state, transport connection */

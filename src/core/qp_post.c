@@ -62,13 +62,13 @@ static int sq_reserve(struct nd_qp *qp, void *ctx, uint8_t type, uint32_t flags,
 
 /* Not in RTS with a connection: a failed QP completes each request with a flush, as verbs
  * wants (ND: -ECANCELED); before its connection nothing can carry one. */
-static __attribute__((noinline)) int post_not_ready(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
+static __attribute__((noinline)) int post_not_ready(struct nd_qp *qp, struct nd_wr *wr, void *ctx, uint8_t type)
 {
     int st;
 
     if (!qp->failed)
         return -ENOTCONN;
-    st = sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
+    st = sq_reserve(qp, ctx, type, wr->flags, &wr->index);
     if (st == 0)
         nd_qp_complete_initiator(qp, wr->index, -ECANCELED, 0);
     return st;
@@ -93,19 +93,30 @@ int nd_qp_post_refused(nd_qp *qp, void *ctx, nd_request_type type, uint32_t flag
     return st;
 }
 
-static int post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
+/* The type @wr's completion reports: @as, or for 0 its own (an atomic goes to the
+ * transport as a Read: wr->atomic). Read where it is used, after the lock, so that a
+ * constant 0 leaves the post as it was. */
+static inline uint8_t reported_type(const struct nd_wr *wr, uint8_t as)
+{
+    return as ? as : wr->type;
+}
+
+/* Post @wr, its completion reported as reported_type says. */
+static inline __attribute__((always_inline)) int post_initiator_as(struct nd_qp *qp, struct nd_wr *wr, void *ctx,
+                                                                   uint8_t as)
 {
     int st;
 
     nd_lock_acquire(&qp->lock);
     /* RTS is never entered once failed: the state alone says the QP is sound. */
     if (ND_UNLIKELY(qp->state != ND_QPS_RTS || !qp->tops)) {
-        st = post_not_ready(qp, wr, ctx);
+        st = post_not_ready(qp, wr, ctx, reported_type(wr, as));
     } else {
-        st = sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
+        st = sq_reserve(qp, ctx, reported_type(wr, as), wr->flags, &wr->index);
         if (st == -ENOSPC && qp->tops->queue_full) {
             qp->tops->queue_full(qp);
-            st = qp->failed ? post_not_ready(qp, wr, ctx) : sq_reserve(qp, ctx, wr->type, wr->flags, &wr->index);
+            st = qp->failed ? post_not_ready(qp, wr, ctx, reported_type(wr, as))
+                            : sq_reserve(qp, ctx, reported_type(wr, as), wr->flags, &wr->index);
             if (st == 0 && !qp->failed)
                 qp->tops->post(qp, wr);
         } else if (st == 0) {
@@ -114,6 +125,11 @@ static int post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
     }
     nd_lock_release(&qp->lock);
     return st;
+}
+
+static int post_initiator(struct nd_qp *qp, struct nd_wr *wr, void *ctx)
+{
+    return post_initiator_as(qp, wr, ctx, 0);
 }
 
 static int check_transfer(struct nd_qp *qp, const nd_sge *sge, uint32_t nsge, uint32_t flags,
@@ -145,6 +161,7 @@ static int post_rdma(nd_qp *qp, uint8_t type, void *ctx, const nd_sge *sge, uint
     wr.imm = imm;
     wr.remote_addr = raddr;
     wr.remote_token = rtoken;
+    wr.atomic = 0;                  /* a plain Read (nd_qp_atomic's are Reads too) */
     if (!nd_qp_valid(qp))
         return -EBADF;
     uint32_t max_sge = type == ND_REQUEST_TYPE_READ ? nd_caps.max_read_sge : qp->iq_sge;
@@ -195,9 +212,10 @@ int nd_qp_atomic(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_
     struct nd_wr wr;
     int st;
 
-    wr_init(&wr, type, flags, sge, nsge);
+    wr_init(&wr, ND_REQUEST_TYPE_READ, flags, sge, nsge);
     wr.remote_addr = raddr;
     wr.remote_token = rtoken;
+    wr.atomic = type;
     wr.add_or_cmp = add_or_cmp;
     wr.swap = swap;
     if (!nd_qp_valid(qp))
@@ -210,7 +228,7 @@ int nd_qp_atomic(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint64_
     st = check_transfer(qp, sge, nsge, flags, qp->iq_sge, &wr.total);
     if (st == 0 && wr.total != sizeof(uint64_t))
         st = -EINVAL;
-    return st == 0 ? post_initiator(qp, &wr, ctx) : st;
+    return st == 0 ? post_initiator_as(qp, &wr, ctx, type) : st;
 }
 
 /* A Send, or with @kind a verbs Send carrying @value (ND_WR_IMM, ND_WR_INV). Inlined: for
@@ -283,9 +301,15 @@ int nd_qp_send_inv(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge, uint3
 /* The core checks local SGEs for the transport: a bad one fails the request, not the post. */
 bool nd_qp_local_sges_ok(struct nd_qp *qp, const struct nd_wr *wr)
 {
-    uint32_t need = wr->type == ND_REQUEST_TYPE_READ || nd_type_is_atomic(wr->type) ? ND_ACCESS_LOCAL_WRITE : 0;
+    uint32_t need = wr->type == ND_REQUEST_TYPE_READ ? ND_ACCESS_LOCAL_WRITE : 0;
 
     return (wr->flags & ND_OP_FLAG_INLINE) || sges_registered(qp, wr->sge, wr->nsge, need);
+}
+
+/* Out of line, so that the receive path tests the word without keeping it. */
+static __attribute__((noinline, cold)) int recv_refusal(const struct nd_qp *qp)
+{
+    return __atomic_load_n(&qp->recv_refused, __ATOMIC_RELAXED);
 }
 
 ND_DOOR int ndc_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsge)
@@ -298,8 +322,8 @@ ND_DOOR int ndc_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsg
 
     if (!nd_qp_valid(qp))
         return -EBADF;
-    if (qp->srq)
-        return -EBADRQC;   /* receives of this QP come from its SRQ */
+    if (ND_UNLIKELY(__atomic_load_n(&qp->recv_refused, __ATOMIC_RELAXED) != 0))
+        return recv_refusal(qp);        /* the SRQ's receives; a datagram QP in RESET */
     if (nsge && !sge)
         return ND_EARG(2);
     if (nsge > qp->rq_sge)

@@ -143,12 +143,6 @@ int vb_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr *
 {
     struct vb_qp *q = to_vb_qp(qp);
 
-    /* A UD QP takes receives from INIT on, as rxe's (the core's datagram QP would take them
-     * in RESET too). */
-    if (ND_UNLIKELY(q->ud) && __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == IBV_QPS_RESET) {
-        *bad = wr;
-        return EINVAL;
-    }
     for (; wr; wr = wr->next) {
         int st;
 

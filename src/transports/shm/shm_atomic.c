@@ -70,10 +70,10 @@ int shm_atomic_run(pid_t pid, struct nd_atomic_page *locks, uint8_t *view, const
         return st;
     if (view) {
         *old = __atomic_load_n((uint64_t *)view, __ATOMIC_RELAXED);
-        __atomic_store_n((uint64_t *)view, nd_atomic_result(wr->type, *old, wr->add_or_cmp, wr->swap),
+        __atomic_store_n((uint64_t *)view, nd_atomic_result(wr->atomic, *old, wr->add_or_cmp, wr->swap),
                          __ATOMIC_RELAXED);
     } else if ((st = cma_word(pid, wr->remote_addr, old, false)) == 0) {
-        now = nd_atomic_result(wr->type, *old, wr->add_or_cmp, wr->swap);
+        now = nd_atomic_result(wr->atomic, *old, wr->add_or_cmp, wr->swap);
         if (now != *old)
             st = cma_word(pid, wr->remote_addr, &now, true);
     }

@@ -516,15 +516,14 @@ static int do_write_imm(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr
                            (wr->flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT ? ND_CQE_SOLICITED : 0));
 }
 
-/* A remote atomic, run here on the peer's memory (shm_atomic.c); the old value to our SGEs. */
-static int do_atomic(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+/* A remote atomic, run here on the peer's memory (shm_atomic.c); the old value to our SGEs.
+ * Out of line: inlined, it would weigh on every post's path (registers saved). */
+static __attribute__((noinline, cold)) int do_atomic(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     struct nd_mtab_share sh;
     uint64_t old;
     int st;
 
-    if (c->ord == 0)
-        return -EBADRQC;    /* atomics count against ORD as Reads do: none was negotiated */
     if (!c->peer_locks && !(c->peer_locks = shm_atomic_locks(c->pid, &c->peer_mtab[0])))
         return -EOPNOTSUPP;
     touch_begin(qp);
@@ -550,10 +549,10 @@ static int do_atomic(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *w
 
 static int do_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
-    if (ND_UNLIKELY(nd_type_is_atomic(wr->type)))
-        return do_atomic(qp, c, wr);
     if (wr->type != ND_REQUEST_TYPE_WRITE && c->ord == 0)
-        return -EBADRQC;   /* no outbound Read was negotiated */
+        return -EBADRQC;   /* no outbound Read (nor atomic) was negotiated */
+    if (ND_UNLIKELY(wr->atomic))
+        return do_atomic(qp, c, wr);
     if (ND_UNLIKELY(wr->flags & ND_WR_IMM))
         return do_write_imm(qp, c, wr);
     if (!wr->total)
@@ -628,9 +627,7 @@ static bool hold(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 
 static void finish(struct nd_qp *qp, const struct nd_wr *wr, int st)
 {
-    bool returns = wr->type == ND_REQUEST_TYPE_READ || nd_type_is_atomic(wr->type);
-
-    nd_qp_complete_initiator(qp, wr->index, st, returns ? (uint32_t)wr->total : 0);
+    nd_qp_complete_initiator(qp, wr->index, st, wr->type == ND_REQUEST_TYPE_READ ? (uint32_t)wr->total : 0);
 }
 
 static void drop_held(struct shm_conn *c)
