@@ -80,7 +80,7 @@ void iw_complete_in_order(struct iw_conn *c)
         e->state = TXE_FREE;
         c->comp_next++;
         nd_qp_complete_initiator(c->base.qp, e->wr.index, e->status,
-                                 iw_wants_response(&e->wr) && e->status == 0 ? (uint32_t)e->got : 0);
+                                 e->wr.type == ND_REQUEST_TYPE_READ && e->status == 0 ? (uint32_t)e->got : 0);
     }
     c->completing = false;
 }

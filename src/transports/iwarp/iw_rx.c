@@ -362,7 +362,7 @@ static bool names_request(const struct iw_txe *e, const struct iw_hdr *o)
                o->to - e->wr.remote_addr <= e->wr.total;
     if (o->qn == IW_QN_SEND)
         return e->wr.type == ND_REQUEST_TYPE_SEND && e->msn == o->msn;
-    return o->qn == IW_QN_READ && iw_wants_response(&e->wr) && e->msn == o->msn;
+    return o->qn == IW_QN_READ && e->wr.type == ND_REQUEST_TYPE_READ && e->msn == o->msn;
 }
 
 /* Which of our unfinished requests the Terminate's attached header names, if any. */

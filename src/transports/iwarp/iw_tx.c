@@ -153,14 +153,13 @@ static void frame_request(struct iw_conn *c, struct iw_txe *e)
                                   .size = (uint32_t)e->wr.total, .src_stag = e->wr.remote_token,
                                   .src_to = e->wr.remote_addr };
 
-        hl = (uint32_t)iw_encode_read_req(f->hdr, e->msn, &rr);
-    } else if (nd_type_is_atomic(e->wr.type)) {
-        struct iw_read_req rr = { .sink_stag = e->wr.sge[0].memory_region_token,
-                                  .sink_to = (uint64_t)(uintptr_t)e->wr.sge[0].buffer, .size = sizeof(uint64_t),
-                                  .src_stag = e->wr.remote_token, .src_to = e->wr.remote_addr };
-        uint32_t op = e->wr.type == ND_REQUEST_TYPE_FETCH_ADD ? IW_ATOMIC_FETCH_ADD : IW_ATOMIC_CMP_SWAP;
-
-        hl = (uint32_t)iw_encode_atomic_req(f->hdr, e->msn, &rr, op, e->wr.add_or_cmp, e->wr.swap);
+        if (ND_UNLIKELY(e->wr.atomic))
+            hl = (uint32_t)iw_encode_atomic_req(f->hdr, e->msn, &rr,
+                                                e->wr.atomic == ND_REQUEST_TYPE_FETCH_ADD ? IW_ATOMIC_FETCH_ADD
+                                                                                          : IW_ATOMIC_CMP_SWAP,
+                                                e->wr.add_or_cmp, e->wr.swap);
+        else
+            hl = (uint32_t)iw_encode_read_req(f->hdr, e->msn, &rr);
     } else {
         bool send = e->wr.type == ND_REQUEST_TYPE_SEND;
         uint32_t want = room(c, send ? IW_HDR_UNTAGGED : IW_HDR_TAGGED), gen = iw_mtab_gen(c);
@@ -192,7 +191,7 @@ static void frame_request(struct iw_conn *c, struct iw_txe *e)
     if (last && !e->notice_due) {
         f->ends_txe = (int32_t)(e->wr.index & 0x7fffffff);
         c->cur_txe = -1;
-        c->unfenced = !iw_wants_response(&e->wr);
+        c->unfenced = e->wr.type != ND_REQUEST_TYPE_READ;
     }
     c->txf_count++;
 }
@@ -304,7 +303,7 @@ static bool start_next(struct iw_conn *c)
         iw_txe_done(c, e, ND_LOCAL_PROTECTION);
         return true;
     }
-    if (iw_wants_response(&e->wr)) {
+    if (e->wr.type == ND_REQUEST_TYPE_READ) {
         if (c->ord == 0) {
             c->tx_next++;
             iw_txe_done(c, e, -EBADRQC);     /* no outbound Read was negotiated */
@@ -355,7 +354,7 @@ static void fpdu_sent(struct iw_conn *c, struct iw_txf *f)
     if (f->ends_txe >= 0) {
         struct iw_txe *e = txe_at(c, (uint32_t)f->ends_txe);
 
-        e->state = iw_wants_response(&e->wr) ? TXE_WAIT_READ : TXE_WAIT_ACK;
+        e->state = e->wr.type == ND_REQUEST_TYPE_READ ? TXE_WAIT_READ : TXE_WAIT_ACK;
         /* Towards a peer without fences, the socket taking its last byte completes it. */
         if (e->state == TXE_WAIT_ACK && !c->nd_peer)
             iw_txe_done(c, e, 0);

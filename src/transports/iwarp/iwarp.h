@@ -244,12 +244,6 @@ int iw_attach(struct nd_qp *qp, int *sock, pid_t pid, struct nd_cm_msg *m, uint3
 enum iw_txe_state { TXE_FREE, TXE_QUEUED, TXE_WAIT_ACK, TXE_WAIT_READ, TXE_DONE };
 enum hdr_verdict { HDR_OK, HDR_STALL, HDR_FAIL };
 
-/* Is @w answered by a Read Response: a Read, or an atomic (netdirect's, IW_OP_ND_ATOMIC_REQ)? */
-static inline bool iw_wants_response(const struct nd_wr *w)
-{
-    return w->type == ND_REQUEST_TYPE_READ || nd_type_is_atomic(w->type);
-}
-
 static inline struct iw_txe *txe_at(struct iw_conn *c, uint32_t index)
 {
     return &c->txq[index & (c->base.qp->iq_entries - 1)];
