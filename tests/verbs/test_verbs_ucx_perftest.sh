@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Debian's UCX (ucx-utils), unmodified, on nd0 under netdirect-run: ucx_perftest's UCP tests
-# (tag_lat, tag_bw, ucp_put_lat, ucp_get, ucp_am_lat) over UCX_TLS=rc (rc_verbs, with
-# ud_verbs for its wire-up) on shm and iwarp, its UCT tests on rc_verbs (put_lat, get,
-# am_lat), UCP's tag and AM tests over ud_verbs alone, and io_demo with its data check (-q)
+# (tag_lat, tag_bw, ucp_put_lat, ucp_get, ucp_am_lat, ucp_add, ucp_fadd) over UCX_TLS=rc
+# (rc_verbs, with ud_verbs for its wire-up) on shm and iwarp, its UCT tests on rc_verbs
+# (put_lat, get, am_lat, and the device's atomics: fadd, cswap, add_lat), UCP's tag and AM
+# tests over ud_verbs alone, and io_demo with its data check (-q)
 # over rc, connected through rdma_cm. On this host, or (netns) between two namespaces.
 # Every run must end with ucx_perftest's "Final:" line, or io_demo's "status 'OK'".
 # Usage: test_verbs_ucx_perftest.sh NETDIRECT_RUN [local|netns]   (77 without ucx-utils)
@@ -29,8 +30,11 @@ perf() {    # perf TLS TEST [ARGS...]: one ucx_perftest pair
 }
 
 for transport in $transports; do
-    for t in tag_lat tag_bw ucp_put_lat ucp_get ucp_am_lat; do
+    for t in tag_lat tag_bw ucp_put_lat ucp_get ucp_am_lat ucp_add ucp_fadd; do
         perf rc "$t"
+    done
+    for t in fadd cswap add_lat; do
+        perf rc_verbs "$t" -d nd0:1 -x rc_verbs
     done
     perf rc "tag_bw" -s 1048576
     perf rc_verbs put_lat -d nd0:1 -x rc_verbs
