@@ -46,55 +46,23 @@ static void end_poll(struct ibv_cq_ex *x)
     (void)x;
 }
 
-static enum ibv_wc_opcode read_opcode(struct ibv_cq_ex *x)
-{
-    return cqx_of(x)->cur.opcode;
-}
+/* The accessors: each reads one field of the current completion. */
+#define CQ_EX_READ(name, type, field)                                                                         \
+    static type name(struct ibv_cq_ex *x)                                                                     \
+    {                                                                                                         \
+        return cqx_of(x)->cur.field;                                                                          \
+    }
 
-static uint32_t read_vendor_err(struct ibv_cq_ex *x)
-{
-    return cqx_of(x)->cur.vendor_err;
-}
-
-static uint32_t read_byte_len(struct ibv_cq_ex *x)
-{
-    return cqx_of(x)->cur.byte_len;
-}
-
-static __be32 read_imm_data(struct ibv_cq_ex *x)
-{
-    return cqx_of(x)->cur.imm_data;
-}
-
-static uint32_t read_qp_num(struct ibv_cq_ex *x)
-{
-    return cqx_of(x)->cur.qp_num;
-}
-
-static uint32_t read_src_qp(struct ibv_cq_ex *x)
-{
-    return cqx_of(x)->cur.src_qp;
-}
-
-static unsigned int read_wc_flags(struct ibv_cq_ex *x)
-{
-    return cqx_of(x)->cur.wc_flags;
-}
-
-static uint32_t read_slid(struct ibv_cq_ex *x)
-{
-    return cqx_of(x)->cur.slid;
-}
-
-static uint8_t read_sl(struct ibv_cq_ex *x)
-{
-    return cqx_of(x)->cur.sl;
-}
-
-static uint8_t read_dlid_path_bits(struct ibv_cq_ex *x)
-{
-    return cqx_of(x)->cur.dlid_path_bits;
-}
+CQ_EX_READ(read_opcode, enum ibv_wc_opcode, opcode)
+CQ_EX_READ(read_vendor_err, uint32_t, vendor_err)
+CQ_EX_READ(read_byte_len, uint32_t, byte_len)
+CQ_EX_READ(read_imm_data, __be32, imm_data)
+CQ_EX_READ(read_qp_num, uint32_t, qp_num)
+CQ_EX_READ(read_src_qp, uint32_t, src_qp)
+CQ_EX_READ(read_wc_flags, unsigned int, wc_flags)
+CQ_EX_READ(read_slid, uint32_t, slid)
+CQ_EX_READ(read_sl, uint8_t, sl)
+CQ_EX_READ(read_dlid_path_bits, uint8_t, dlid_path_bits)
 
 /* The context's create_cq_ex. */
 struct ibv_cq_ex *vb_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *a)
