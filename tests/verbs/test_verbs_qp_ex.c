@@ -3,8 +3,9 @@
  * Extended QPs and CQs. The client's QP is made by rdma_create_qp_ex with send ops flags, its
  * CQ by ibv_create_cq_ex; one ibv_wr_* batch carries a Send of inline data from two buffers
  * (overwritten as soon as given: the data must have been copied), a Send with immediate
- * from an SGE, a Write with immediate from an SGE list and a Read. The server polls its
- * extended CQ with start/next/end and reads each field it asked for. Then the rules of a
+ * from an SGE, a Write with immediate from an SGE list and a Read. The server waits for its
+ * extended CQ's event on a completion channel, polls it with start/next/end and reads each
+ * field it asked for. Then the rules of a
  * batch: one past the send queue, a setter before any builder, inline data past the QP's
  * room each fail ibv_wr_complete and post nothing of the batch; ibv_wr_abort posts nothing;
  * an empty batch completes. A classic QP has no extended view; atomics, timestamps and
@@ -26,9 +27,9 @@ static const uint64_t std_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
                                   IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
                                   IBV_WC_EX_WITH_DLID_PATH_BITS;
 
-static struct ibv_cq_ex *make_cq(struct ibv_context *ctx)
+static struct ibv_cq_ex *make_cq(struct ibv_context *ctx, struct ibv_comp_channel *ch)
 {
-    struct ibv_cq_init_attr_ex ca = { .cqe = 16, .wc_flags = std_flags };
+    struct ibv_cq_init_attr_ex ca = { .cqe = 16, .wc_flags = std_flags, .channel = ch };
     struct ibv_cq_ex *cq = ibv_create_cq_ex(ctx, &ca);
 
     CHECK(cq);
@@ -69,7 +70,8 @@ static void server(struct sockaddr_in *addr, int ready)
     static char wbuf[LEN], msg[3][LEN];
     struct rdma_cm_id *l, *c = cm_take_request(ch, addr, ready, &l);
     struct ibv_pd *pd = ibv_alloc_pd(c->verbs);
-    struct ibv_cq_ex *cq = make_cq(c->verbs);
+    struct ibv_comp_channel *events = ibv_create_comp_channel(c->verbs);
+    struct ibv_cq_ex *cq = make_cq(c->verbs, events);
     struct ibv_poll_cq_attr pa = { 0 };
     struct ibv_qp *qp = make_qp(c, pd, cq, IBV_QP_EX_WITH_SEND);
     struct ibv_mr *mr = ibv_reg_mr(pd, wbuf, sizeof(wbuf),
@@ -85,8 +87,15 @@ static void server(struct sockaddr_in *addr, int ready)
     CHECK(rdma_accept(c, &cp) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
 
-    /* The three receives in one pass of the iterator: start, then next, next. */
+    /* The first receive's event on the extended CQ's channel, as on a classic CQ's; then
+     * the three receives in one pass of the iterator: start, then next, next. */
+    struct ibv_cq *ev_cq;
+    void *ev_ctx;
     int st;
+
+    CHECK(ibv_req_notify_cq(ibv_cq_ex_to_cq(cq), 0) == 0);
+    CHECK(ibv_get_cq_event(events, &ev_cq, &ev_ctx) == 0 && ev_cq == ibv_cq_ex_to_cq(cq));
+    ibv_ack_cq_events(ev_cq, 1);
     while ((st = ibv_start_poll(cq, &pa)) == ENOENT)
         ;
     for (int i = 0; i < 3; i++) {
@@ -111,7 +120,7 @@ static void server(struct sockaddr_in *addr, int ready)
     rdma_destroy_qp(c);
     CHECK(ibv_dereg_mr(mr) == 0 && ibv_dereg_mr(mmr) == 0);
     CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0 && rdma_destroy_id(c) == 0 && ibv_dealloc_pd(pd) == 0);
-    CHECK(rdma_destroy_id(l) == 0);
+    CHECK(ibv_destroy_comp_channel(events) == 0 && rdma_destroy_id(l) == 0);
     rdma_destroy_event_channel(ch);
     exit(0);
 }
@@ -204,7 +213,7 @@ int main(void)
     pid_t pid = fork_server(server, &addr);
     struct rdma_cm_id *id = cm_client_resolved(&ch, &addr);
     struct ibv_pd *pd = ibv_alloc_pd(id->verbs);
-    struct ibv_cq_ex *cq = make_cq(id->verbs);
+    struct ibv_cq_ex *cq = make_cq(id->verbs, NULL);
     struct ibv_qp *qp = make_qp(id, pd, cq,
                                 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |
                                     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ);
