@@ -8,7 +8,7 @@
  * field it asked for. Then the rules of a
  * batch: one past the send queue, a setter before any builder, inline data past the QP's
  * room each fail ibv_wr_complete and post nothing of the batch; ibv_wr_abort posts nothing;
- * an empty batch completes. A classic QP has no extended view; atomics, timestamps and
+ * an empty batch completes. A window is bound and invalidated through the builders. A classic QP has no extended view; atomics, timestamps and
  * send ops past what the device carries are refused with EOPNOTSUPP.
  */
 #include "cm_test.h"
@@ -177,6 +177,32 @@ static void batch_rules(struct ibv_qp_ex *x, struct ibv_cq_ex *cq, struct ibv_mr
         expect_ex(cq, 120 + (uint64_t)i, IBV_WC_RDMA_WRITE);
 }
 
+/* A type 2 window bound and invalidated through the builders, in one batch. */
+static void window_ops(struct ibv_qp_ex *x, struct ibv_cq_ex *cq, struct ibv_pd *pd)
+{
+    static char win[64];
+    struct ibv_mr *wmr = ibv_reg_mr(pd, win, sizeof(win), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                                          IBV_ACCESS_MW_BIND);
+    struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+    struct ibv_mw_bind_info bi = { .mr = wmr, .addr = (uintptr_t)win, .length = sizeof(win),
+                                   .mw_access_flags = IBV_ACCESS_REMOTE_WRITE };
+    uint32_t rkey;
+
+    CHECK(wmr && mw);
+    rkey = ibv_inc_rkey(mw->rkey);
+    ibv_wr_start(x);
+    x->wr_flags = IBV_SEND_SIGNALED;
+    x->wr_id = 130;
+    ibv_wr_bind_mw(x, mw, rkey, &bi);
+    x->wr_id = 131;
+    ibv_wr_local_inv(x, rkey);
+    CHECK(ibv_wr_complete(x) == 0);
+    expect_ex(cq, 130, IBV_WC_BIND_MW);
+    expect_ex(cq, 131, IBV_WC_LOCAL_INV);
+    CHECK(mw->rkey == rkey);
+    CHECK(ibv_dealloc_mw(mw) == 0 && ibv_dereg_mr(wmr) == 0);
+}
+
 /* What is not offered, and the classic QP's missing extended view. */
 static void refusals(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq_ex *cq)
 {
@@ -216,7 +242,8 @@ int main(void)
     struct ibv_cq_ex *cq = make_cq(id->verbs, NULL);
     struct ibv_qp *qp = make_qp(id, pd, cq,
                                 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |
-                                    IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ);
+                                    IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+                                    IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV);
     struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
     struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
     struct ibv_mr *rmr = ibv_reg_mr(pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
@@ -255,6 +282,7 @@ int main(void)
     CHECK(memcmp(rbuf, "rrrrrrrr", 8) == 0);
 
     batch_rules(x, cq, mr, &t);
+    window_ops(x, cq, pd);
     refusals(id, pd, cq);
 
     CHECK(rdma_disconnect(id) == 0);
