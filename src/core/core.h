@@ -109,6 +109,7 @@ enum nd_wc_status {
     ND_WCS_RETRY_EXC,               /* the connection broke under it */
     ND_WCS_MW_BIND,                 /* a bind the window or region could not take */
     ND_WCS_LOC_QP_OP,               /* a request this connection cannot carry (immediate data to siw) */
+    ND_WCS_REM_OP,                  /* the peer could not complete it: its receive's memory failed */
     ND_WCS_GENERAL,
 };
 

@@ -54,6 +54,7 @@ enum nd_wc_status nd_wc_status_of(int st, nd_request_type type, bool local)
     case -ETIMEDOUT: return ND_WCS_RNR_RETRY;
     case -ECONNABORTED: return ND_WCS_RETRY_EXC;
     case -EBADRQC: return ND_WCS_REM_INV_REQ;
+    case -EREMOTEIO: return ND_WCS_REM_OP;
     case -EOPNOTSUPP: return ND_WCS_LOC_QP_OP;
     default: return ND_WCS_GENERAL;
     }

@@ -15,6 +15,7 @@ static const struct {
     { -EBADF, ND_INVALID_HANDLE },
     { -EINVAL, ND_INVALID_PARAMETER },
     { -EBADRQC, ND_INVALID_DEVICE_REQUEST },
+    { -EREMOTEIO, STATUS_DATA_ERROR },  /* as mlx4nd2 maps a remote operation error */
     { -ENOMEM, ND_NO_MEMORY },
     { ND_EARG_MIX, ND_INVALID_PARAMETER_MIX },
     { -EMSGSIZE, ND_DATA_OVERRUN },

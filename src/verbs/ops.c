@@ -33,6 +33,7 @@ static const enum ibv_wc_status wc_status_of[] = {
     [ND_WCS_RETRY_EXC] = IBV_WC_RETRY_EXC_ERR,
     [ND_WCS_MW_BIND] = IBV_WC_MW_BIND_ERR,
     [ND_WCS_LOC_QP_OP] = IBV_WC_LOC_QP_OP_ERR,
+    [ND_WCS_REM_OP] = IBV_WC_REM_OP_ERR,
     [ND_WCS_GENERAL] = IBV_WC_GENERAL_ERR,
 };
 

@@ -55,6 +55,20 @@ static bool claim_receive(struct iw_conn *c)
 
 static enum hdr_verdict protection_error(struct iw_conn *c, uint32_t stag, uint64_t to, uint64_t len, uint32_t need);
 
+/* RDMAP's "unspecified" remote operation error: towards a netdirect peer, what a receive
+ * whose memory failed its check answers, so that its sender reports a remote operation
+ * error (verbs' IBV_WC_REM_OP_ERR) as an RNIC's requester does. */
+#define IW_RDMAP_EC_UNSPECIFIED 0xffu
+
+/* The Terminate of a receive whose buffers failed their check: siw's "no buffer" towards
+ * anyone but a netdirect peer. */
+static enum hdr_verdict receive_unwritable(struct iw_conn *c)
+{
+    if (c->nd_peer)
+        return iw_terminate(c, IW_LAYER_RDMAP, IW_RDMAP_ET_OPERATION, IW_RDMAP_EC_UNSPECIFIED, -EFAULT);
+    return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, -EFAULT);
+}
+
 static bool sges_writable(struct iw_conn *c, const nd_sge *sge, uint32_t nsge)
 {
     for (uint32_t i = 0; i < nsge; i++)
@@ -99,7 +113,7 @@ static bool rx_target_gone(struct iw_conn *c, uint32_t gen)
             c->msg_gen = gen;
             return false;
         }
-        iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, -EFAULT);
+        receive_unwritable(c);
         return true;
     }
 }
@@ -250,7 +264,7 @@ static enum hdr_verdict check_untagged_send(struct iw_conn *c, uint32_t plen)
             /* The receive fails on its own account (a local protection error, as siw's
              * RQE does), ahead of the flushes the terminate brings. */
             complete_receive(c, true);
-            return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, -EFAULT);
+            return receive_unwritable(c);
         }
     } else if (h->mo != c->msg_bytes) {
         return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x04, -ECANCELED);
@@ -349,6 +363,8 @@ static int term_status(const struct iw_term *t)
         return -EFAULT;
     if (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_UNTAGGED && t->ecode == 0x02)
         return -ETIMEDOUT;       /* our Send found no receive */
+    if (t->layer == IW_LAYER_RDMAP && t->etype == IW_RDMAP_ET_OPERATION && t->ecode == IW_RDMAP_EC_UNSPECIFIED)
+        return -EREMOTEIO;       /* a netdirect peer's receive could not take it */
     if (t->layer == IW_LAYER_DDP && t->etype == IW_DDP_ET_UNTAGGED && t->ecode == 0x05)
         return 0;          /* our Send was longer than the receive: delivered, cut
                                      * short (ND over iWARP reports success to the sender) */

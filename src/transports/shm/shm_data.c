@@ -346,7 +346,8 @@ static inline __attribute__((always_inline)) int next_receive(struct nd_qp *qp, 
  * call. With @slot_ok (the message fits the peer's slot) anything but the memcpy is left to
  * the slot instead (*use_slot, 0): two copies beat a cross-memory call up to the
  * slot size, and the receiver then judges the length and its buffers itself, as for any
- * slot message.
+ * slot message. A receive whose buffers fail their check fails the Send with -EREMOTEIO:
+ * the peer could not take it (a remote operation error, as an RNIC's requester hears).
  */
 static int place_direct(struct shm_conn *c, const struct nd_wr *wr, const struct nd_rwqe *w, uint32_t max_sge,
                               bool slot_ok, bool *use_slot, int *status)
@@ -374,14 +375,14 @@ static int place_direct(struct shm_conn *c, const struct nd_wr *wr, const struct
         uint32_t len = s.length < left ? s.length : (uint32_t)left;
         if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, s.token, s.addr, len, ND_ACCESS_LOCAL_WRITE,
                                 c->peer_recv_pd, &sh))
-            return slot_ok ? 0 : -EFAULT;
+            return slot_ok ? 0 : -EREMOTEIO;
         views[n] = peer_view(c, &sh, s.addr, len);
         viewed &= views[n] != NULL;
         remote[n++] = (struct iovec){ (void *)(uintptr_t)s.addr, len };
         left -= len;
     }
     if (left)
-        return slot_ok ? 0 : -EFAULT;
+        return slot_ok ? 0 : -EREMOTEIO;
     if (viewed) {
         struct sge_stream from = { wr->sge, 0, 0 };
 
