@@ -6,8 +6,9 @@
  * rkey lands in B. The server takes remote write away (IBV_REREG_MR_CHANGE_ACCESS): the
  * client's next Write fails with IBV_WC_REM_ACCESS_ERR. Then the rules: a region moved to
  * another PD (IBV_REREG_MR_CHANGE_PD) keeps its keys; bad input is
- * IBV_REREG_MR_ERR_INPUT with EINVAL and changes nothing. Steps are paced over pipes.
- * Runs on the transport ND_TRANSPORT picks.
+ * IBV_REREG_MR_ERR_INPUT with EINVAL and changes nothing. Steps are paced over pipes; the
+ * two Writes that land carry immediate data, whose receive tells the server (as it would
+ * tell any program) that the bytes are there. Runs on the transport ND_TRANSPORT picks.
  */
 #include "cm_test.h"
 
@@ -59,11 +60,13 @@ static void server(struct sockaddr_in *addr, int ready)
     struct rdma_cm_id *l, *c = cm_take_request(ch, addr, ready, &l);
     struct ibv_pd *pd = ibv_alloc_pd(c->verbs);
     struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC,
-                                   .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
+                                   .cap = { .max_send_wr = 1, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 1 } };
+    struct ibv_recv_wr rw = { .wr_id = 1 }, *bad;
     struct ibv_mr *mr;
     uint32_t lkey, rkey;
 
     CHECK(pd && rdma_create_qp(c, pd, &qa) == 0);
+    CHECK(ibv_post_recv(c->qp, &rw, &bad) == 0 && ibv_post_recv(c->qp, &rw, &bad) == 0);
     mr = ibv_reg_mr(pd, a, LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     CHECK(mr);
     lkey = mr->lkey;
@@ -74,11 +77,13 @@ static void server(struct sockaddr_in *addr, int ready)
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
 
     await(to_server[0], '1');
+    CHECK(cm_poll_one(c->recv_cq).status == IBV_WC_SUCCESS);
     CHECK(memcmp(a, "into-a", 6) == 0);
     CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, b, LEN, 0) == 0);
     CHECK(mr->addr == b && mr->length == LEN && mr->lkey == lkey && mr->rkey == rkey);
     step(to_client[1], '2');
     await(to_server[0], '3');
+    CHECK(cm_poll_one(c->recv_cq).status == IBV_WC_SUCCESS);
     CHECK(memcmp(b, "into-b", 6) == 0 && memcmp(a, "into-a", 6) == 0);
     CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, IBV_ACCESS_LOCAL_WRITE) == 0);
     CHECK(mr->rkey == rkey);
@@ -94,10 +99,10 @@ static void server(struct sockaddr_in *addr, int ready)
 }
 
 static struct ibv_wc write_to(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, char *buf, uint64_t raddr,
-                              uint32_t rkey)
+                              uint32_t rkey, enum ibv_wr_opcode op)
 {
     struct ibv_sge sge = { (uintptr_t)buf, 7, mr->lkey };
-    struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+    struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1, .opcode = op,
                               .send_flags = IBV_SEND_SIGNALED }, *bad;
 
     wr.wr.rdma.remote_addr = raddr;
@@ -130,15 +135,15 @@ int main(void)
     CHECK(rdma_ack_cm_event(ev) == 0);
 
     memcpy(buf, "into-a!", 7);
-    CHECK(write_to(id->qp, cq, mr, buf, t.a, t.rkey).status == IBV_WC_SUCCESS);
+    CHECK(write_to(id->qp, cq, mr, buf, t.a, t.rkey, IBV_WR_RDMA_WRITE_WITH_IMM).status == IBV_WC_SUCCESS);
     step(to_server[1], '1');
     await(to_client[0], '2');
     memcpy(buf, "into-b!", 7);
-    CHECK(write_to(id->qp, cq, mr, buf, t.b, t.rkey).status == IBV_WC_SUCCESS);
+    CHECK(write_to(id->qp, cq, mr, buf, t.b, t.rkey, IBV_WR_RDMA_WRITE_WITH_IMM).status == IBV_WC_SUCCESS);
     step(to_server[1], '3');
     await(to_client[0], '4');
     memcpy(buf, "refused", 7);
-    CHECK(write_to(id->qp, cq, mr, buf, t.b + 1, t.rkey).status == IBV_WC_REM_ACCESS_ERR);
+    CHECK(write_to(id->qp, cq, mr, buf, t.b + 1, t.rkey, IBV_WR_RDMA_WRITE).status == IBV_WC_REM_ACCESS_ERR);
     step(to_server[1], '5');
 
     CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
