@@ -12,6 +12,13 @@
  *     with the disconnect between its poll and its read was lost.)
  *  2. The server never polls: DISCONNECTED still comes (the wait is bounded); destroyed,
  *     the QP takes its unpolled completions with it (as rdma-core's hardware providers do).
+ *  3. The client sends three messages to the server's two receives (RNR retry 7: the third
+ *     waits for a receive for ever) and disconnects; the server, which posts no more and
+ *     never polls (qperf's rc_bw server), still hears DISCONNECTED within bounded time. Over
+ *     iWARP the peer's close sat behind the waiting message in the stream, unread.
+ *  4. As 3, with sixteen Sends of 1 MiB: the server's TCP window closes and the client's
+ *     close cannot follow its bytes; the client's destroy resets the connection once they
+ *     stop moving, and the server hears DISCONNECTED all the same.
  * Runs on the transport ND_TRANSPORT picks.
  */
 #include "cm_test.h"
@@ -46,7 +53,7 @@ static void wait_err(struct ibv_qp *qp)
 static void serve_one(struct rdma_event_channel *lch, int round)
 {
     struct rdma_event_channel *ch = rdma_create_event_channel();
-    static char buf[2][64];
+    static char buf[2][1 << 20];
     struct rdma_cm_event *ev = expect(lch, RDMA_CM_EVENT_CONNECT_REQUEST);
     struct rdma_cm_id *c = ev->id;
     struct ibv_wc wc[4];
@@ -71,6 +78,10 @@ static void serve_one(struct rdma_event_channel *lch, int round)
     CHECK(rdma_accept(c, NULL) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED)) == 0);
     CHECK(read(to_server[0], &word, 1) == 1);       /* the client sent, disconnected */
+    if (round >= 2) {
+        struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+        CHECK(poll(&p, 1, 20000) == 1);
+    }
     if (round == 0) {
         wait_err(c->qp);
         struct pollfd p = { .fd = ch->fd, .events = POLLIN };
@@ -95,20 +106,20 @@ static void server(struct sockaddr_in *addr, int ready)
     struct rdma_cm_id *l;
 
     CHECK(ch && rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) == 0);
-    CHECK(rdma_bind_addr(l, (struct sockaddr *)addr) == 0 && rdma_listen(l, 2) == 0);
+    CHECK(rdma_bind_addr(l, (struct sockaddr *)addr) == 0 && rdma_listen(l, 4) == 0);
     CHECK(write(ready, &((struct sockaddr_in *)rdma_get_local_addr(l))->sin_port, 2) == 2);
-    for (int round = 0; round < 2; round++)
+    for (int round = 0; round < 4; round++)
         serve_one(ch, round);
     CHECK(rdma_destroy_id(l) == 0);
     rdma_destroy_event_channel(ch);
     exit(0);
 }
 
-static void client_one(struct rdma_event_channel *ch, struct sockaddr_in *addr)
+static void client_one(struct rdma_event_channel *ch, struct sockaddr_in *addr, int round)
 {
-    struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 2, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+    struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 16, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
                                    .qp_type = IBV_QPT_RC, .sq_sig_all = 1 };
-    static char msg[sizeof(fin)];
+    static char msg[1 << 20];
     struct rdma_cm_id *id;
     struct ibv_wc wc;
 
@@ -119,12 +130,16 @@ static void client_one(struct rdma_event_channel *ch, struct sockaddr_in *addr)
     struct ibv_mr *mr = ibv_reg_mr(id->pd, msg, sizeof(msg), IBV_ACCESS_LOCAL_WRITE);
     CHECK(mr);
     memcpy(msg, fin, sizeof(fin));
-    struct ibv_sge sge = { (uintptr_t)msg, sizeof(msg), mr->lkey };
+    struct ibv_sge sge = { (uintptr_t)msg, round == 3 ? sizeof(msg) : sizeof(fin), mr->lkey };
     struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
-    CHECK(ibv_post_send(id->qp, &wr, &bad) == 0);
-    while (ibv_poll_cq(id->send_cq, 1, &wc) == 0)
-        ;
-    CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1);
+    int sends = round == 3 ? 16 : round == 2 ? 3 : 1;
+    for (int i = 0; i < sends; i++)
+        CHECK(ibv_post_send(id->qp, &wr, &bad) == 0);
+    for (int i = 0; i < (sends > 1 ? 2 : 1); i++) {  /* the third may wait for a receive */
+        while (ibv_poll_cq(id->send_cq, 1, &wc) == 0)
+            ;
+        CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1);
+    }
     CHECK(rdma_disconnect(id) == 0);
     CHECK(rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED)) == 0);
     CHECK(write(to_server[1], "d", 1) == 1);
@@ -143,8 +158,8 @@ int main(void)
     pid = fork_server(server, &addr);
     ch = rdma_create_event_channel();
     CHECK(ch);
-    for (int round = 0; round < 2; round++)
-        client_one(ch, &addr);
+    for (int round = 0; round < 4; round++)
+        client_one(ch, &addr, round);
     rdma_destroy_event_channel(ch);
     CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
     puts("disconnect after the last messages ok");

@@ -52,7 +52,7 @@ int iw_conn_init(struct iw_conn *c, struct nd_qp *qp, const struct iw_pumps *pum
 void iw_conn_free(struct iw_conn *c)
 {
     if (c->sock >= 0)
-        close(c->sock);
+        iw_close_socket(c->sock);
     for (uint32_t i = 0; i < IW_TXF_MAX; i++)
         free(c->txf[i].bounce);
     free(c->txq);

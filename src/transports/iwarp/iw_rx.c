@@ -11,6 +11,7 @@
 #include "core/srq_int.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -176,9 +177,26 @@ static uint8_t *rx_dst(struct iw_conn *c, uint32_t off, uint32_t *len)
     return NULL;
 }
 
+/*
+ * A stalled connection reads no further, so the peer's close waits unread behind the
+ * message. Once the stall has lasted ND_RNR_WAIT_NS, a peer that closed its side ends the
+ * wait whatever the retry count: its disconnect (an InfiniBand DREQ, which no data
+ * queues behind) must reach the application, which may be waiting for it and posting no
+ * receive. The grace lets a receive posted late still take a message sent just before
+ * the close.
+ */
+static bool stalled_peer_closed(const struct iw_conn *c, uint64_t waited)
+{
+    struct pollfd p = { .fd = c->sock, .events = POLLRDHUP };
+
+    return waited >= ND_RNR_WAIT_NS && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /* The receive a new message takes: HDR_OK, or wait for one (HDR_STALL), or too long. */
 static enum hdr_verdict take_receive(struct iw_conn *c)
 {
+    uint64_t waited;
+
     if (claim_receive(c)) {
         c->stalled_since = 0;
         return HDR_OK;
@@ -188,8 +206,10 @@ static enum hdr_verdict take_receive(struct iw_conn *c)
         nd_log(ND_LOG_DEBUG, ND_SUB_IWARP, "Send %u waits for a receive", c->rh.msn);
         iw_engine_kick(c);
     }
+    waited = nd_now_ns() - c->stalled_since;
     /* An SRQ waits as long as it takes (ND §3.2); a QP's own queue has a bound. */
-    if (c->base.qp->srq || nd_now_ns() - c->stalled_since < __atomic_load_n(&c->base.qp->rnr_wait_ns, __ATOMIC_RELAXED))
+    if ((c->base.qp->srq || waited < __atomic_load_n(&c->base.qp->rnr_wait_ns, __ATOMIC_RELAXED)) &&
+        !stalled_peer_closed(c, waited))
         return HDR_STALL;
     return iw_terminate(c, IW_LAYER_DDP, IW_DDP_ET_UNTAGGED, 0x02, -ETIMEDOUT);
 }

@@ -298,6 +298,10 @@ static inline uint32_t iw_mtab_gen(const struct iw_conn *c)
     return atomic_load_explicit(&c->base.qp->adapter->mtab_gen, memory_order_acquire);
 }
 
+/* iw_linger.c: closes a connection's socket; one whose bytes the peer stopped taking is
+ * reset after ND_RNR_WAIT_NS. */
+void iw_close_socket(int sock);
+
 /* iw_engine.c */
 int iw_engine_add(struct nd_adapter *a, struct iw_conn *c);
 void iw_engine_remove(struct iw_conn *c);
