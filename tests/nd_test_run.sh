@@ -4,6 +4,11 @@
 #   nd_test_run.sh <nd_test> shm     forced shm over 127.0.0.1
 #   nd_test_run.sh <nd_test> iwarp   forced iwarp over 127.0.0.1
 #   nd_test_run.sh <nd_test> netns   iwarp between two network namespaces made for the run
+#   nd_test_run.sh <nd_test> restricted <seccomp_exec>
+#                                    as a container runs them: pidfd_getfd refused (EPERM,
+#                                    Docker's default seccomp profile without CAP_SYS_PTRACE),
+#                                    as nobody when we are root; the transport is the
+#                                    automatic choice, and each side's log must say shm
 # The server takes a port the system picks and names it on stderr; the client runs every
 # case against it. Both must exit 0.
 set -u
@@ -21,7 +26,23 @@ if [ "$mode" = netns ]; then
     trap 'stop; netns_cleanup' EXIT
     as_server="ip netns exec $ns_a" as_client="ip netns exec $ns_b" ip=198.51.100.1 transport=iwarp
 fi
-export ND_TRANSPORT=$transport
+if [ "$mode" = restricted ]; then
+    wrap="$3 fetch --"
+    if [ "$(id -u)" = 0 ]; then
+        # nobody must reach the build to run it (a checkout under /root is not reachable)
+        setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$nd_test" ||
+            { echo "nobody cannot run $nd_test: skipped"; exit 77; }
+        wrap="setpriv --reuid=65534 --regid=65534 --clear-groups $wrap"
+    fi
+    as_server=$wrap as_client=$wrap transport=
+    chmod 711 "$work"
+    : > "$work/server.pid"
+    chmod 666 "$work/server.pid"
+    unset ND_TRANSPORT
+    export ND_LOG=cm:info
+else
+    export ND_TRANSPORT=$transport
+fi
 mkfifo "$work/announce"
 # Through sh, so that the PID we may have to kill is the server's, not ip's.
 $as_server sh -c 'echo $$ > "$1"; shift; exec "$@"' sh "$work/server.pid" "$nd_test" -s "$ip:0" \
@@ -34,12 +55,20 @@ cat <&3 > "$work/server.err" &
 server=$(cat "$work/server.pid")
 port=${line##*:}
 case $port in ''|*[!0-9]*) echo "unexpected server line: $line"; exit 1 ;; esac
-$as_client "$nd_test" -c "$ip:$port" --timeout 90
+$as_client "$nd_test" -c "$ip:$port" --timeout 90 2> "$work/client.err"
 rc=$?
+cat "$work/client.err" >&2
 [ "$rc" = 0 ] || kill "$server" 2> /dev/null    # it would wait for a client that gave up
 wait "$launcher"
 src=$?
 server=
 echo "== server ($mode)"
 cat "$work/server.log" "$work/server.err"
-[ "$rc" = 0 ] && [ "$src" = 0 ]
+[ "$rc" = 0 ] && [ "$src" = 0 ] || exit 1
+if [ "$mode" = restricted ]; then
+    for side in server client; do
+        grep -q "take shm" "$work/$side.err" && ! grep -q "take iwarp" "$work/$side.err" ||
+            { echo "the $side's connections did not all take shm"; exit 1; }
+    done
+    echo "both sides took shm with pidfd_getfd refused"
+fi

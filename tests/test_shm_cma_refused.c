@@ -5,10 +5,11 @@
  * RDMA Write, RDMA Read. Both peers run as nobody (root could reach anyone); one of them
  * is non-dumpable. When it is the listener, the dialer's own probe sends it to iwarp; when
  * it is the dialer, the listener redirects it there. With both dumpable and ptrace_scope 0,
- * the same pair uses shm. Two more cases: a peer that may not fetch descriptors
+ * the same pair uses shm. Three more cases: a peer that may not fetch descriptors
  * (pidfd_getfd, which connection messages rely on; here a seccomp filter says ENOSYS, as
- * a kernel before 5.6 would) is served over iwarp too, listener or dialer. Needs root to
- * become nobody (exit 77 otherwise).
+ * a kernel before 5.6 would), listener or dialer, and both peers refused it with EPERM (as
+ * Docker's default seccomp profile does): the descriptors are handed over a unix socket
+ * instead and the pair still uses shm. Needs root to become nobody (exit 77 otherwise).
  */
 #include "t_conn.h"
 #include "t_nofetch.h"
@@ -23,7 +24,7 @@
 #define NOBODY 65534
 #define LEN 65536
 
-enum refuser { NOBODY_REFUSES, SERVER_REFUSES, CLIENT_REFUSES, SERVER_NO_FETCH, CLIENT_NO_FETCH };
+enum refuser { NOBODY_REFUSES, SERVER_REFUSES, CLIENT_REFUSES, SERVER_NO_FETCH, CLIENT_NO_FETCH, BOTH_NO_FETCH };
 
 struct target {
     uint64_t addr;
@@ -61,7 +62,9 @@ static void check_transport(const struct t_side *s, enum refuser who)
 {
     const char *t = transport_of(s);
 
-    if (who != NOBODY_REFUSES ? strcmp(t, "iwarp") != 0 : (!yama_restricts() && strcmp(t, "shm") != 0)) {
+    bool refused = who == SERVER_REFUSES || who == CLIENT_REFUSES;
+
+    if (refused ? strcmp(t, "iwarp") != 0 : (!yama_restricts() && strcmp(t, "shm") != 0)) {
         fprintf(stderr, "case %d: connected over %s\n", (int)who, t);
         exit(1);
     }
@@ -75,8 +78,8 @@ static void server(enum refuser who, int port_pipe, int done_rd)
     char c;
 
     become_nobody(who != SERVER_REFUSES);
-    if (who == SERVER_NO_FETCH)
-        t_forbid_fetch(false);
+    if (who == SERVER_NO_FETCH || who == BOTH_NO_FETCH)
+        t_forbid_fetch(false, who == BOTH_NO_FETCH ? EPERM : ENOSYS);
     t_side_open(&s, LEN * 2, 4, 1);
     uint16_t port = t_listen(&s);
     CHECK_ST(nd_qp_receive(s.qp, (void *)1, &(nd_sge){ s.buf + LEN, 4096, s.token }, 1), ND_SUCCESS);
@@ -104,8 +107,8 @@ static void client(enum refuser who, uint16_t port, int done_wr)
     uint8_t want[LEN];
 
     become_nobody(who != CLIENT_REFUSES);
-    if (who == CLIENT_NO_FETCH)
-        t_forbid_fetch(false);
+    if (who == CLIENT_NO_FETCH || who == BOTH_NO_FETCH)
+        t_forbid_fetch(false, who == BOTH_NO_FETCH ? EPERM : ENOSYS);
     t_side_open(&s, LEN * 2, 4, 1);
     t_connect(&s, port, &tg, &len);
     check_transport(&s, who);
@@ -153,18 +156,19 @@ static void run_case(enum refuser who)
 int main(void)
 {
     static const char *const names[] = { "both reachable", "listener not reachable", "dialer not reachable",
-                                         "listener cannot fetch", "dialer cannot fetch" };
+                                         "listener cannot fetch", "dialer cannot fetch", "neither can fetch" };
 
     if (geteuid() != 0) {
         puts("needs root to become another user");
         return T_SKIP;
     }
     unsetenv("ND_TRANSPORT");           /* the automatic choice is what is under test */
-    for (int who = NOBODY_REFUSES; who <= CLIENT_NO_FETCH; who++) {
+    for (int who = NOBODY_REFUSES; who <= BOTH_NO_FETCH; who++) {
+        bool refused = who == SERVER_REFUSES || who == CLIENT_REFUSES;
+
         run_case((enum refuser)who);
         printf("%-24s Read, Send and Write of 64 KiB checked (%s)\n", names[who],
-               who == NOBODY_REFUSES ? (yama_restricts() ? "Yama restricts: either transport" : "over shm")
-                                     : "over iwarp");
+               refused ? "over iwarp" : yama_restricts() ? "Yama restricts: either transport" : "over shm");
         fflush(stdout);             /* before the next forks */
     }
     return 0;

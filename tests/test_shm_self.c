@@ -56,7 +56,7 @@ static int run(bool no_fetch)
     struct t_side s[2];
 
     if (no_fetch)
-        t_forbid_fetch(true);
+        t_forbid_fetch(true, ENOSYS);
     t_side_open(&s[0], 4096, 4, 1);
     t_side_open(&s[1], 4096, 4, 1);
     connect_pair(s);

@@ -154,8 +154,8 @@ static const char *refusal_reason(int err, bool ptrace_rule)
 /*
  * shm connection messages name descriptors the receiver fetches from its peer
  * (pidfd_getfd): where that is refused (Docker's default seccomp profile without
- * CAP_SYS_PTRACE, a kernel before 5.6), same-host peers are served over iwarp. Probe it on
- * this process.
+ * CAP_SYS_PTRACE, a kernel before 5.6), peers hand them over a unix socket (SCM_RIGHTS)
+ * instead. Probe it on this process.
  */
 static bool report_fd_fetch(void)
 {
@@ -171,8 +171,8 @@ static bool report_fd_fetch(void)
         printf("  descriptor fetching (pidfd_getfd): available\n");
         return true;
     }
-    printf("  descriptor fetching (pidfd_getfd): REFUSED (%s): same-host peers are served over iwarp\n",
-           refusal_reason(err, true));
+    printf("  descriptor fetching (pidfd_getfd): REFUSED (%s): peers pass descriptors over a unix socket"
+           " (SCM_RIGHTS)\n", refusal_reason(err, true));
     return false;
 }
 

@@ -53,6 +53,7 @@ static void page_create(void)
         return;
     }
     own_page = p;
+    nd_fd_publish(&(struct nd_fd_ref){ .fd = fd, .dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino });
     /* The descriptor stays open: peers open it through /proc/<pid>/fd. */
     own_share = (struct nd_mtab_share){ .ino = (uint64_t)st.st_ino, .base = (uint64_t)st.st_dev,
                                         .size = sizeof(struct nd_atomic_page), .fd = fd };

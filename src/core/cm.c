@@ -360,8 +360,10 @@ static int attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active)
     if (!c->wire->attach_takes_socket) {
         /* The socket stays ours, and so does its place in the port's set. */
         st = c->wire->attach(qp, &sock, c->pid, &c->msg, c->ird, c->ord, active);
-        if (st == 0)
+        if (st == 0) {
             nd_qp_link_cm(qp, c->sock, NULL);
+            nd_transport_note_path(c->wire, c->pid);
+        }
         return st;
     }
     unregister_sock(c);
@@ -377,6 +379,8 @@ static int attach_qp(struct nd_connector *c, struct nd_qp *qp, bool active)
     } else if (st == 0) {
         nd_qp_link_cm(qp, c->sock, NULL);
     }
+    if (st == 0)
+        nd_transport_note_path(c->wire, c->pid);
     return st;
 }
 

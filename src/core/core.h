@@ -473,16 +473,24 @@ struct stat;
 bool nd_memfd_mappable(int fd, size_t size, struct stat *st);
 
 
-/* @fd's identity into @ref; false if fstat fails. */
+/* @fd's identity into @ref, and @fd published for same-host peers to fetch
+ * (nd_fd_publish); false if fstat fails. */
 bool nd_fd_ref_of(int fd, struct nd_fd_ref *ref);
 /* Our own descriptor for @ref's file in process @pid, checked to be that file; -1 if it
  * cannot be had (gone, not allowed: the same ptrace check as cross-memory attach) or is
  * another file (the peer closed it and the number was reused). The caller closes it. */
 int nd_fd_fetch(pid_t pid, const struct nd_fd_ref *ref);
-/* Whether descriptors can be fetched here at all (else same-host peers use iwarp). */
+/* Whether pidfd_getfd works here (else peers hand descriptors over, fd_share.c). */
 bool nd_fd_fetch_available(void);
 /* The same for an eventfd (no identity to check but its kind). */
 int nd_fd_fetch_eventfd(pid_t pid, int32_t fd);
+/* fd_share.c: descriptors over a unix socket where pidfd_getfd is refused. A descriptor
+ * peers may fetch is published (its number, device and inode) until it is unpublished;
+ * nd_fd_serve starts answering peers' requests (once per process). */
+void nd_fd_publish(const struct nd_fd_ref *ref);
+void nd_fd_unpublish(int fd);
+int nd_fd_serve(void);
+int nd_fd_fetch_passed(pid_t pid, const struct nd_fd_ref *ref);
 
 #include "door.h"
 

@@ -618,7 +618,10 @@ int nd_cq_create(struct nd_adapter *a, struct nd_port *port, uint32_t depth, uin
 
     cq->serial = atomic_fetch_add(&serials, 1) + 1;
     cq->signal_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (cq->signal_fd < 0) {
+    struct nd_fd_ref ref;
+    if (cq->signal_fd < 0 || !nd_fd_ref_of(cq->signal_fd, &ref)) {     /* published: same-host peers ring it */
+        if (cq->signal_fd >= 0)
+            close(cq->signal_fd);
         free(cq);
         return -ENOBUFS;
     }
@@ -649,6 +652,7 @@ err_init:
     nd_lock_destroy(&cq->lock);
     nd_adapter_arm_free(a, cq->arm_slot);
 err_fd:
+    nd_fd_unpublish(cq->signal_fd);
     close(cq->signal_fd);
     free(cq);
     return st;
@@ -674,6 +678,7 @@ ND_DOOR int ndc_cq_close(nd_cq *cq)
     cq->magic = ND_MAGIC_DEAD;
     atomic_store(cq->arm, ND_ARM_WORD(0, ND_ARM_NONE));
     nd_adapter_arm_free(cq->adapter, cq->arm_slot);
+    nd_fd_unpublish(cq->signal_fd);
     close(cq->signal_fd);
     for (uint32_t i = 0; i < cq->nsrc; i++)
         free(cq->src[i]);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "transport.h"
 #include "env.h"
+#include "log.h"
 #include "transports/shm/shm.h"
 #include "transports/iwarp/iwarp.h"
 
@@ -14,6 +15,18 @@ const struct nd_transport_ops *const nd_transports[] = {
 };
 
 uint32_t nd_lend_wanted;
+
+void nd_transport_note_path(const struct nd_transport_ops *wire, pid_t peer)
+{
+    static _Atomic uint32_t said;   /* a bit per transport, by its place in nd_transports */
+    uint32_t bit = 1;
+
+    for (const struct nd_transport_ops *const *t = nd_transports; *t && *t != wire; t++)
+        bit <<= 1;
+    if (!(atomic_fetch_or(&said, bit) & bit))
+        nd_log(ND_LOG_INFO, ND_SUB_CM, "connections of this process take %s%s%.0d%s", wire->name,
+               peer > 0 ? " (the first: peer pid " : "", peer > 0 ? (int)peer : 0, peer > 0 ? ")" : "");
+}
 
 void nd_transports_lend(void)
 {

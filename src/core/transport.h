@@ -115,5 +115,8 @@ void nd_transports_lend(void);
 
 /* Is @t allowed by ND_TRANSPORT (auto, shm or iwarp)? */
 bool nd_transport_enabled(const struct nd_transport_ops *t);
+/* Said once per transport and process (ND_LOG=cm:info): which transport connections take,
+ * so that a same-host connection that went over iwarp is one look at the log. */
+void nd_transport_note_path(const struct nd_transport_ops *wire, pid_t peer);
 
 #endif

@@ -23,6 +23,7 @@ trap foreign_cleanup EXIT
 # $transports.
 places() {
     srv_in='' cli_in='' srv_addr=127.0.0.1 transports=${ND_TEST_TRANSPORTS:-shm iwarp}
+    [ "${1:-local}" = restricted ] && { restricted_places; return; }
     [ "${1:-local}" = netns ] || return 0
     . "$foreign_dir/../netns_lib.sh"
     trap 'foreign_cleanup; netns_cleanup' EXIT
@@ -32,6 +33,27 @@ places() {
 
 # gid_index ADDR: the index of ADDR's GID in the port's table, as the server's namespace
 # numbers them.
+# Both sides as a container runs them: pidfd_getfd refused (EPERM, as Docker's default
+# seccomp profile without CAP_SYS_PTRACE) and, when we are root, as nobody; the transport is
+# the automatic choice, and each side's log says which it took (check_took_shm).
+restricted_places() {
+    wrap="$(dirname "$nd_run")/../tests/seccomp_exec fetch --" transports=auto
+    if [ "$(id -u)" = 0 ]; then
+        setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$nd_run" ||
+            { echo "nobody cannot run $nd_run: skipped"; exit 77; }
+        wrap="setpriv --reuid=65534 --regid=65534 --clear-groups $wrap"
+    fi
+    srv_in=$wrap cli_in=$wrap
+    export ND_LOG=cm:info
+}
+
+check_took_shm() {
+    for f in "$tmp/c" "$tmp/s"; do
+        grep -q "take shm" "$f" && ! grep -q "take iwarp" "$f" ||
+            { cat "$f"; echo "$1: a side's connections did not all take shm"; exit 1; }
+    done
+}
+
 gid_index() {
     # shellcheck disable=SC2086
     $srv_in "$nd_run" env $pre ibv_devinfo -v 2> /dev/null | sed -n "s/.*GID\[ *\([0-9]*\)\]:.*:$1,.*/\1/p" | head -1

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -16,6 +17,7 @@
 #define SHM_MAGIC 0x4e44434du
 #define SHM_VERSION 6u
 #define SHM_FLAG_REDIRECT 1u        /* REJ: come again by another transport */
+#define SHM_FLAG_PASS_FDS 2u        /* REQ/REP: the sender cannot use pidfd_getfd: hand it descriptors */
 
 /* The message on the wire: fixed size, little-endian host order (same host). */
 struct shm_wire {
@@ -180,6 +182,33 @@ static bool name_descriptors(struct shm_qp_desc *w, struct nd_qp *qp)
     return true;
 }
 
+/*
+ * Whether the peer on @sock may have to be handed our descriptors: it runs under a seccomp
+ * filter (which may refuse pidfd_getfd; a peer that knows it cannot says so itself, with
+ * SHM_FLAG_PASS_FDS, but a listener reads our REQ only after we sent it).
+ */
+static bool peer_filtered(int sock)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    char path[64], line[128];
+    bool filtered = false;
+    FILE *f;
+
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+        return true;
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)cred.pid);
+    if (!(f = fopen(path, "re")))
+        return true;
+    while (fgets(line, sizeof(line), f))
+        if (!strncmp(line, "Seccomp:", 8)) {
+            filtered = atoi(line + 8) == 2;
+            break;
+        }
+    fclose(f);
+    return filtered;
+}
+
 int shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
 {
     struct shm_wire w = { .magic = SHM_MAGIC, .version = SHM_VERSION, .type = m->type, .ird = m->ird,
@@ -191,6 +220,12 @@ int shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
     encode_addr(&w, &m->src);
     if (qp && !name_descriptors(&w.desc, qp))
         return -ENOBUFS;
+    /* Connection messages name descriptors the receiver fetches: with pidfd_getfd where it
+     * may, else from our fd_share.c server, which answers before the peer can ask. */
+    if (qp && (!nd_fd_fetch_available() || peer_filtered(sock)) && nd_fd_serve() != 0)
+        return -ENOBUFS;
+    if (qp && !nd_fd_fetch_available())
+        w.flags |= SHM_FLAG_PASS_FDS;
     do
         n = send(sock, &w, sizeof(w), MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
@@ -253,6 +288,8 @@ int shm_recv(int sock, struct nd_cm_msg *m)
     memcpy(m->pdata, w.pdata, w.pdata_len);
     decode_addr(&w, &m->src);
     m->redirect = w.type == ND_CM_REJ && (w.flags & SHM_FLAG_REDIRECT);
+    if ((w.type == ND_CM_REQ || w.type == ND_CM_REP) && (w.flags & SHM_FLAG_PASS_FDS) && nd_fd_serve() != 0)
+        return -ECONNABORTED;
     if (w.type != ND_CM_REQ && w.type != ND_CM_REP) {
         w.desc = (struct shm_qp_desc){ 0 };
         for (int i = 0; i < SHM_NREFS; i++)
@@ -282,11 +319,6 @@ bool shm_cma_allowed(pid_t pid)
     char b;
     struct iovec local = { &b, 1 }, remote = { NULL, 1 };
 
-    /* Connection messages name descriptors the receiver fetches (pidfd_getfd): where no
-     * descriptor can be fetched (a kernel before 5.6, a seccomp filter), peers use iwarp.
-     * Our own process needs no fetching (nd_fd_fetch copies its descriptors). */
-    if (!nd_fd_fetch_available() && pid != getpid())
-        return false;
     return process_vm_readv(pid, &local, 1, &remote, 1, 0) < 0 && errno == EFAULT;
 }
 
