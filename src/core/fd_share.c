@@ -80,8 +80,8 @@ int nd_fd_fetch(pid_t pid, const struct nd_fd_ref *ref)
     return fd;
 }
 
-/* Can this process fetch descriptors at all (Linux 5.6, and no seccomp filter against it)?
- * Asked once, of ourselves. */
+/* May this process use pidfd_getfd (Linux 5.6, and no seccomp filter against it)? Asked
+ * once, of ourselves. */
 static _Atomic int fetch_works = -1;
 
 bool nd_fd_fetch_available(void)
