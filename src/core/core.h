@@ -491,6 +491,9 @@ void nd_fd_publish(const struct nd_fd_ref *ref);
 void nd_fd_unpublish(int fd);
 int nd_fd_serve(void);
 int nd_fd_fetch_passed(pid_t pid, const struct nd_fd_ref *ref);
+/* A request's @len bytes as a peer sent them: the descriptor to hand over, or -1 (the
+ * caller has checked the sender's uid). */
+int nd_fd_request_grant(const void *bytes, size_t len);
 
 #include "door.h"
 

@@ -226,10 +226,22 @@ static void set_timeouts(int sock)
     setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
+int nd_fd_request_grant(const void *bytes, size_t len)
+{
+    struct fd_pass_request r;
+
+    if (len != sizeof(r))
+        return -1;
+    memcpy(&r, bytes, sizeof(r));
+    return r.magic == FD_PASS_MAGIC && is_published(&r) ? r.fd : -1;
+}
+
 /* One request on @conn: the descriptor, or a refusal (a reply without one). */
 static void answer(int conn)
 {
     struct fd_pass_request r;
+    ssize_t n;
+    int fd = -1;
     struct ucred cred;
     socklen_t len = sizeof(cred);
     union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } ctl;
@@ -238,8 +250,10 @@ static void answer(int conn)
     struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
     set_timeouts(conn);
-    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != geteuid() ||
-        recv(conn, &r, sizeof(r), 0) != (ssize_t)sizeof(r) || r.magic != FD_PASS_MAGIC || !is_published(&r)) {
+    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid() &&
+        (n = recv(conn, &r, sizeof(r), MSG_TRUNC)) >= 0)
+        fd = nd_fd_request_grant(&r, (size_t)n);
+    if (fd < 0) {
         nd_log(ND_LOG_INFO, ND_SUB_SHM, "descriptor request refused");
         verdict = 0;
     } else {
@@ -251,7 +265,7 @@ static void answer(int conn)
         c->cmsg_level = SOL_SOCKET;
         c->cmsg_type = SCM_RIGHTS;
         c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &r.fd, sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
     }
     if (sendmsg(conn, &mh, MSG_NOSIGNAL) < 0)
         nd_log(ND_LOG_DEBUG, ND_SUB_SHM, "descriptor answer: %m");
