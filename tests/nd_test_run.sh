@@ -9,6 +9,9 @@
 #                                    Docker's default seccomp profile without CAP_SYS_PTRACE),
 #                                    as nobody when we are root; the transport is the
 #                                    automatic choice, and each side's log must say shm
+#   nd_test_run.sh <nd_test> restricted-cma <seccomp_exec>
+#                                    the same with process_vm_readv/writev refused too:
+#                                    every case still passes, over iwarp (no bounce path yet)
 # The server takes a port the system picks and names it on stderr; the client runs every
 # case against it. Both must exit 0.
 set -u
@@ -26,8 +29,10 @@ if [ "$mode" = netns ]; then
     trap 'stop; netns_cleanup' EXIT
     as_server="ip netns exec $ns_a" as_client="ip netns exec $ns_b" ip=198.51.100.1 transport=iwarp
 fi
-if [ "$mode" = restricted ]; then
-    wrap="$3 fetch --"
+if [ "$mode" = restricted ] || [ "$mode" = restricted-cma ]; then
+    rules=fetch took=shm
+    [ "$mode" = restricted-cma ] && rules=all took=iwarp
+    wrap="$3 $rules --"
     if [ "$(id -u)" = 0 ]; then
         # nobody must reach the build to run it (a checkout under /root is not reachable)
         setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$nd_test" ||
@@ -65,10 +70,12 @@ server=
 echo "== server ($mode)"
 cat "$work/server.log" "$work/server.err"
 [ "$rc" = 0 ] && [ "$src" = 0 ] || exit 1
-if [ "$mode" = restricted ]; then
+if [ -n "${took:-}" ]; then
+    other=shm
+    [ "$took" = shm ] && other=iwarp
     for side in server client; do
-        grep -q "take shm" "$work/$side.err" && ! grep -q "take iwarp" "$work/$side.err" ||
-            { echo "the $side's connections did not all take shm"; exit 1; }
+        grep -q "take $took" "$work/$side.err" && ! grep -q "take $other" "$work/$side.err" ||
+            { echo "the $side's connections did not all take $took"; exit 1; }
     done
-    echo "both sides took shm with pidfd_getfd refused"
+    echo "both sides took $took with the calls of '$rules' refused"
 fi
