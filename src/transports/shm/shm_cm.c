@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,21 +184,25 @@ static bool name_descriptors(struct shm_qp_desc *w, struct nd_qp *qp)
 }
 
 /*
- * Whether the peer on @sock may have to be handed our descriptors: it runs under a seccomp
- * filter (which may refuse pidfd_getfd; a peer that knows it cannot says so itself, with
- * SHM_FLAG_PASS_FDS, but a listener reads our REQ only after we sent it).
+ * Whether the listener on @sock may have to be handed our descriptors: it runs under a
+ * seccomp filter, which may refuse pidfd_getfd. (A dialer that cannot fetch says so in its
+ * REQ, with SHM_FLAG_PASS_FDS, which the listener reads before it fetches; a listener
+ * fetches ours before its REP could say so.) Reading /proc/<pid>/status costs tens of
+ * microseconds, a good part of a connection's set-up, so the answer is kept a second per
+ * listener pid: a pid reused within that second by a filtered listener is what it misses.
  */
-static bool peer_filtered(int sock)
+#define FILTERED_CACHE 16
+#define FILTERED_KEEP_NS 1000000000ull
+static pthread_mutex_t filtered_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { pid_t pid; bool filtered; uint64_t seen_ns; } filtered_seen[FILTERED_CACHE];
+
+static bool read_filtered(pid_t pid)
 {
-    struct ucred cred;
-    socklen_t len = sizeof(cred);
     char path[64], line[128];
-    bool filtered = false;
+    bool filtered = true;           /* unknown: serve, which costs a thread at most */
     FILE *f;
 
-    if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
-        return true;
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)cred.pid);
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
     if (!(f = fopen(path, "re")))
         return true;
     while (fgets(line, sizeof(line), f))
@@ -206,6 +211,33 @@ static bool peer_filtered(int sock)
             break;
         }
     fclose(f);
+    return filtered;
+}
+
+static bool listener_filtered(int sock)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    uint64_t now = nd_coarse_ns();
+    bool filtered;
+
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+        return true;
+    uint32_t slot = (uint32_t)cred.pid % FILTERED_CACHE;
+
+    pthread_mutex_lock(&filtered_lock);
+    if (filtered_seen[slot].pid == cred.pid && now - filtered_seen[slot].seen_ns < FILTERED_KEEP_NS) {
+        filtered = filtered_seen[slot].filtered;
+        pthread_mutex_unlock(&filtered_lock);
+        return filtered;
+    }
+    pthread_mutex_unlock(&filtered_lock);
+    filtered = read_filtered(cred.pid);
+    pthread_mutex_lock(&filtered_lock);
+    filtered_seen[slot].pid = cred.pid;
+    filtered_seen[slot].filtered = filtered;
+    filtered_seen[slot].seen_ns = now;
+    pthread_mutex_unlock(&filtered_lock);
     return filtered;
 }
 
@@ -222,7 +254,7 @@ int shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
         return -ENOBUFS;
     /* Connection messages name descriptors the receiver fetches: with pidfd_getfd where it
      * may, else from our fd_share.c server, which answers before the peer can ask. */
-    if (qp && (!nd_fd_fetch_available() || peer_filtered(sock)) && nd_fd_serve() != 0)
+    if (qp && (!nd_fd_fetch_available() || (m->type == ND_CM_REQ && listener_filtered(sock))) && nd_fd_serve() != 0)
         return -ENOBUFS;
     if (qp && !nd_fd_fetch_available())
         w.flags |= SHM_FLAG_PASS_FDS;
