@@ -36,41 +36,48 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Move @n messages of @msg bytes between @mine and the ring, @chunk bytes at a time: into
+ * the ring (the writer, which waits for room) or out of it (the reader, which waits for
+ * bytes). Each side publishes its own count and reads the other's. */
+static void move_chunks(struct ring_ctl *ctl, uint8_t *ring, size_t ring_size, uint8_t *mine, size_t msg,
+                        size_t chunk, long n, bool into_ring)
+{
+    _Atomic uint64_t *own = into_ring ? &ctl->head : &ctl->tail, *other = into_ring ? &ctl->tail : &ctl->head;
+    uint64_t pos = 0;
+
+    for (long i = 0; i < n; i++)
+        for (size_t off = 0; off < msg; off += chunk) {
+            size_t len = msg - off < chunk ? msg - off : chunk;
+
+            if (into_ring) {
+                while (pos + len - atomic_load_explicit(other, memory_order_acquire) > ring_size)
+                    ;
+                memcpy(ring + pos % ring_size, mine + off, len);
+            } else {
+                while (atomic_load_explicit(other, memory_order_acquire) - pos < len)
+                    ;
+                memcpy(mine + off, ring + pos % ring_size, len);
+            }
+            pos += len;
+            atomic_store_explicit(own, pos, memory_order_release);
+        }
+}
+
 static void writer(struct ring_ctl *ctl, uint8_t *ring, size_t ring_size, size_t msg, size_t chunk, long n)
 {
     uint8_t *src = malloc(msg);
-    uint64_t head = 0;
 
     memset(src, 0x5a, msg);
-    for (long i = 0; i < n; i++)
-        for (size_t off = 0; off < msg; off += chunk) {
-            size_t len = msg - off < chunk ? msg - off : chunk;
-
-            while (head + len - atomic_load_explicit(&ctl->tail, memory_order_acquire) > ring_size)
-                ;
-            memcpy(ring + head % ring_size, src + off, len);
-            head += len;
-            atomic_store_explicit(&ctl->head, head, memory_order_release);
-        }
+    move_chunks(ctl, ring, ring_size, src, msg, chunk, n, true);
     free(src);
 }
 
-static void reader(struct ring_ctl *ctl, const uint8_t *ring, size_t ring_size, size_t msg, size_t chunk, long n)
+static void reader(struct ring_ctl *ctl, uint8_t *ring, size_t ring_size, size_t msg, size_t chunk, long n)
 {
     uint8_t *dst = malloc(msg);
-    uint64_t tail = 0;
 
     memset(dst, 0, msg);
-    for (long i = 0; i < n; i++)
-        for (size_t off = 0; off < msg; off += chunk) {
-            size_t len = msg - off < chunk ? msg - off : chunk;
-
-            while (atomic_load_explicit(&ctl->head, memory_order_acquire) - tail < len)
-                ;
-            memcpy(dst + off, ring + tail % ring_size, len);
-            tail += len;
-            atomic_store_explicit(&ctl->tail, tail, memory_order_release);
-        }
+    move_chunks(ctl, ring, ring_size, dst, msg, chunk, n, false);
     if (dst[msg - 1] != 0x5a)
         fprintf(stderr, "data not delivered\n");
     free(dst);

@@ -254,9 +254,11 @@ int shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
         return -ENOBUFS;
     /* Connection messages name descriptors the receiver fetches: with pidfd_getfd where it
      * may, else from our fd_share.c server, which answers before the peer can ask. */
-    if (qp && (!nd_fd_fetch_available() || (m->type == ND_CM_REQ && listener_filtered(sock))) && nd_fd_serve() != 0)
+    bool cannot_fetch = qp && !nd_fd_fetch_available();
+
+    if (qp && (cannot_fetch || (m->type == ND_CM_REQ && listener_filtered(sock))) && nd_fd_serve() != 0)
         return -ENOBUFS;
-    if (qp && !nd_fd_fetch_available())
+    if (cannot_fetch)
         w.flags |= SHM_FLAG_PASS_FDS;
     do
         n = send(sock, &w, sizeof(w), MSG_NOSIGNAL);
