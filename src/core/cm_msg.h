@@ -15,7 +15,7 @@
 enum nd_cm_msg_type { ND_CM_REQ = 1, ND_CM_REP = 2, ND_CM_REJ = 3, ND_CM_RTU = 4, ND_CM_DISC = 5 };
 
 #define ND_CM_MAX_PDATA 252u        /* MPA's 256 bytes less the RFC 6581 block */
-#define ND_CM_XPORT_BYTES 192u
+#define ND_CM_XPORT_BYTES 200u
 
 struct nd_cm_msg {
     uint16_t type;

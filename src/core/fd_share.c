@@ -51,7 +51,9 @@ static int fetch_by_pidfd(pid_t pid, int32_t fd)
     if (pidfd < 0)
         return -1;
     ours = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);     /* close-on-exec, as the kernel makes it */
+    int err = errno;
     close(pidfd);
+    errno = err;
     return ours;
 }
 
@@ -61,8 +63,15 @@ static int fetch_by_pidfd(pid_t pid, int32_t fd)
  * is asked only then: a system call on every fetch otherwise. */
 static int fetch(pid_t pid, const struct nd_fd_ref *ref)
 {
-    if (nd_fd_fetch_available())
-        return fetch_by_pidfd(pid, ref->fd);
+    if (nd_fd_fetch_available()) {
+        int fd = fetch_by_pidfd(pid, ref->fd);
+
+        /* Refused for this peer alone (it is not dumpable, Yama keeps us out): it serves
+         * its descriptors itself when it knows a peer may not reach it (shm_cm.c). */
+        if (fd < 0 && (errno == EPERM || errno == EACCES) && ref->fd >= 0)
+            fd = nd_fd_fetch_passed(pid, ref);
+        return fd;
+    }
     if (ref->fd >= 0 && pid == getpid())
         return fcntl(ref->fd, F_DUPFD_CLOEXEC, 0);
     return ref->fd >= 0 ? nd_fd_fetch_passed(pid, ref) : -1;

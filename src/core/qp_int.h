@@ -66,7 +66,14 @@ struct nd_qp_ctl {
      * memory (written by the owner, read by the peer's Deregister: shm_data.c). In this
      * line, which the peer reads only when credits run out, not in the first. */
     _Atomic uint32_t touching_peer;
-    uint8_t pad1[64 - 8];
+    /* A peer that may not reach the owner's memory (no cross-memory attach) has the owner
+     * copy for it, through a channel the owner makes at attach (shm_bounce.c): the
+     * channel's memfd and the owner's agent's eventfd as the peer fetches them, valid
+     * once bounce_ready is set (release), which the owner stores after filling them. */
+    _Atomic uint32_t bounce_ready;
+    int32_t bounce_bell;
+    struct nd_fd_ref bounce_chan;
+    uint8_t pad1[64 - 16 - sizeof(struct nd_fd_ref)];
 };
 
 _Static_assert(sizeof(struct nd_qp_ctl) == 128, "the control block is two cache lines");

@@ -23,12 +23,18 @@ struct shm_qp_desc {
     uint16_t pd, recv_pd;           /* protection domains of its QP's memory and of its receives' */
     uint64_t nonce, rcq_serial, icq_serial; /* who the CQs of refs[2], refs[3] are (nd_cq serials) */
     uint64_t region_off;            /* of the sender's region in the memfd of refs[0] */
+    uint32_t flags;                 /* SHM_DESC_* */
+    uint32_t reserved;
     /* The sender's region, adapter region (read-only), receive CQ and initiator CQ eventfds,
      * SRQ region, as it names them (fd -1: none). Named, not passed: nothing to close. */
     struct nd_fd_ref refs[SHM_NREFS];
 };
 
 _Static_assert(sizeof(struct shm_qp_desc) <= ND_CM_XPORT_BYTES, "shm's part fits a CM message");
+
+/* The sender may not reach the receiver's memory (cross-memory attach refused): the
+ * receiver offers it a bounce channel (shm_bounce.c). */
+#define SHM_DESC_NO_CMA 1u
 
 /* The part in and out of a message: copied, as the core's bytes are no shm_qp_desc. */
 static inline void shm_desc_get(const struct nd_cm_msg *m, struct shm_qp_desc *d)
@@ -84,6 +90,76 @@ struct nd_mtab_entry;
 struct nd_atomic_page *shm_atomic_locks(pid_t pid, const struct nd_mtab_entry *entry0);
 void shm_atomic_unmap(struct nd_atomic_page *locks);
 int shm_atomic_run(pid_t pid, struct nd_atomic_page *locks, uint8_t *view, const struct nd_wr *wr, uint64_t *old);
+
+/* Is process @pid gone or exiting (a zombie, dead, or past the start of its exit)? */
+bool shm_peer_exiting(pid_t pid);
+
+/* A request's local buffers as one stream, copied piece by piece to or from memory of the
+ * peer's (a view, a bounce chunk). */
+struct shm_sge_stream {
+    const nd_sge *sge;
+    uint32_t i;
+    uint64_t off;
+};
+
+static inline void shm_stream_copy(struct shm_sge_stream *s, uint8_t *peer, uint64_t len, bool to_peer)
+{
+    while (len) {
+        uint8_t *local = (uint8_t *)s->sge[s->i].buffer + s->off;
+        uint64_t n = s->sge[s->i].buffer_length - s->off;
+
+        if (n > len)
+            n = len;
+        if (to_peer)
+            memcpy(peer, local, n);
+        else
+            memcpy(local, peer, n);
+        peer += n;
+        len -= n;
+        s->off += n;
+        if (s->off == s->sge[s->i].buffer_length) {
+            s->i++;
+            s->off = 0;
+        }
+    }
+}
+
+/*
+ * The bounce path (shm_bounce.c, shm_agent.c), for a peer that may not reach our memory:
+ * it copies into (or out of) a channel we made and both map, and our agent thread checks
+ * each chunk against our own token table and copies it on into (or out of) our memory.
+ * The target side: a channel offered on @qp's connection (its names in @qp's control block
+ * for the peer), withdrawn when the connection goes; quiesce waits out a copy into our
+ * registered memory in progress (Deregister's barrier).
+ */
+struct shm_served;
+struct shm_served *shm_bounce_offer(struct nd_qp *qp);
+void shm_bounce_withdraw(struct nd_qp *qp, struct shm_served *s);
+void shm_bounce_quiesce(struct shm_served *s);
+
+/* The initiator side: the peer's channel, mapped at the first request that needs it (NULL
+ * if the peer offers none or it cannot be had). @ours and @theirs: the connection's state
+ * words, which end a wait when either leaves ACTIVE. */
+struct shm_bounce_link;
+struct shm_bounce_link *shm_bounce_link(pid_t pid, const struct nd_qp_ctl *pctl, const _Atomic uint32_t *ours,
+                                        const _Atomic uint32_t *theirs);
+void shm_bounce_unlink(struct shm_bounce_link *l);
+
+/* A piece of the peer's memory a request names, checked against the peer's table first. */
+struct shm_piece {
+    uint32_t token;
+    uint64_t addr, len;
+};
+
+enum shm_bounce_op { SHM_BOUNCE_WRITE = 1, SHM_BOUNCE_READ, SHM_BOUNCE_RECV, SHM_BOUNCE_ATOMIC };
+
+/* @wr's bytes into the @n pieces (WRITE: an RDMA Write; RECV: a Send into a receive), or
+ * the one piece's bytes into @wr's buffers (READ); an atomic's old value into *old. 0 once
+ * the peer has them; -EFAULT (a piece the peer refused), -EBADRQC (the peer's QP takes no
+ * atomics), -ECANCELED (the connection ended), -ECONNABORTED (the peer died), -ETIMEDOUT
+ * (it stopped answering), -EIO (it broke the channel). */
+int shm_bounce_move(struct shm_bounce_link *l, uint8_t op, const struct shm_piece *p, int n, const struct nd_wr *wr);
+int shm_bounce_atomic(struct shm_bounce_link *l, const struct nd_wr *wr, uint64_t *old);
 
 /* The peer ended the connection (DISC or EOF): flush. */
 void shm_peer_gone(struct nd_qp *qp);

@@ -10,13 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define SHM_MAGIC 0x4e44434du
-#define SHM_VERSION 6u
+#define SHM_VERSION 7u
 #define SHM_FLAG_REDIRECT 1u        /* REJ: come again by another transport */
 #define SHM_FLAG_PASS_FDS 2u        /* REQ/REP: the sender cannot use pidfd_getfd: hand it descriptors */
 
@@ -252,11 +253,18 @@ int shm_send(int sock, struct nd_cm_msg *m, struct nd_qp *qp)
     encode_addr(&w, &m->src);
     if (qp && !name_descriptors(&w.desc, qp))
         return -ENOBUFS;
+    pid_t peer;
+    if (qp && shm_peer_same_user(sock, &peer) && !shm_cma_allowed(peer))
+        w.desc.flags |= SHM_DESC_NO_CMA;    /* the peer finishes our transfers (its channel) */
     /* Connection messages name descriptors the receiver fetches: with pidfd_getfd where it
-     * may, else from our fd_share.c server, which answers before the peer can ask. */
+     * may, else from our fd_share.c server, which answers before the peer can ask. It may
+     * not where we cannot fetch either, where the listener runs under a seccomp filter,
+     * where ptrace rules keep us from the peer (most of them, Yama's, keep it from us
+     * too) and where we are not dumpable. */
     bool cannot_fetch = qp && !nd_fd_fetch_available();
 
-    if (qp && (cannot_fetch || (m->type == ND_CM_REQ && listener_filtered(sock))) && nd_fd_serve() != 0)
+    if (qp && (cannot_fetch || (w.desc.flags & SHM_DESC_NO_CMA) || prctl(PR_GET_DUMPABLE) == 0 ||
+               (m->type == ND_CM_REQ && listener_filtered(sock))) && nd_fd_serve() != 0)
         return -ENOBUFS;
     if (cannot_fetch)
         w.flags |= SHM_FLAG_PASS_FDS;
@@ -322,7 +330,10 @@ int shm_recv(int sock, struct nd_cm_msg *m)
     memcpy(m->pdata, w.pdata, w.pdata_len);
     decode_addr(&w, &m->src);
     m->redirect = w.type == ND_CM_REJ && (w.flags & SHM_FLAG_REDIRECT);
-    if ((w.type == ND_CM_REQ || w.type == ND_CM_REP) && (w.flags & SHM_FLAG_PASS_FDS) && nd_fd_serve() != 0)
+    /* A peer that cannot fetch at all, or not from us (it may not reach our memory), is
+     * handed our descriptors. */
+    if ((w.type == ND_CM_REQ || w.type == ND_CM_REP) &&
+        ((w.flags & SHM_FLAG_PASS_FDS) || (w.desc.flags & SHM_DESC_NO_CMA)) && nd_fd_serve() != 0)
         return -ECONNABORTED;
     if (w.type != ND_CM_REQ && w.type != ND_CM_REP) {
         w.desc = (struct shm_qp_desc){ 0 };
@@ -357,25 +368,18 @@ bool shm_cma_allowed(pid_t pid)
 }
 
 /* Only peers of our uid get a shared-memory connection; others are turned away here and
- * reach the listener over TCP (iwarp) instead. So are peers whose memory we may not
- * reach: they are told to come again by the next transport (the dialer checks its own
- * direction before it asks). */
+ * reach the listener over TCP (iwarp) instead. A peer whose memory we may not reach (or
+ * that may not reach ours) is still ours: its transfers go by a bounce channel
+ * (shm_bounce.c), which the connection messages ask for (SHM_DESC_NO_CMA). */
 int shm_cm_accept(int listen_fd, pid_t *pid)
 {
     for (;;) {
         int fd = shm_accept(listen_fd);
-        struct nd_cm_msg rej;
 
         if (fd < 0)
             return -1;
-        bool same_user = shm_peer_same_user(fd, pid);
-        if (same_user && shm_cma_allowed(*pid))
+        if (shm_peer_same_user(fd, pid))
             return fd;
-        if (same_user) {
-            nd_cm_msg_init(&rej, ND_CM_REJ);
-            rej.redirect = true;
-            shm_send(fd, &rej, NULL);
-        }
         close(fd);
     }
 }
@@ -386,8 +390,8 @@ int shm_cm_dial(const struct sockaddr *dest, const struct sockaddr *local, pid_t
 
     if (fd == -ECONNREFUSED || fd == -ENOENT)
         return -ENOENT;     /* nobody serves @dest on this host in this namespace */
-    if (fd >= 0 && (!shm_peer_same_user(fd, pid) || !shm_cma_allowed(*pid))) {
-        close(fd);          /* another user's listener, or one we may not reach: not by shm */
+    if (fd >= 0 && !shm_peer_same_user(fd, pid)) {
+        close(fd);          /* another user's listener: not by shm */
         return -EACCES;
     }
     return fd;

@@ -4,7 +4,9 @@
  * places the message (a slot copy for small ones, one process_vm_writev for the rest),
  * writes the completion into the peer's inbound ring and signals the peer's CQ only if
  * armed. Read and Write check the peer's token table and move the bytes with one
- * cross-memory call; the peer's CPU takes no part.
+ * cross-memory call; the peer's CPU takes no part. Where cross-memory attach is refused,
+ * what a slot or a view of the peer's memory cannot carry goes by the peer's bounce
+ * channel instead (shm_bounce.c), which the peer's agent thread serves.
  */
 #include "shm.h"
 #include "core/copy.h"
@@ -79,6 +81,10 @@ struct shm_conn {
     struct peer_map maps[PEER_MAPS];    /* under the QP lock, like every post */
     uint32_t next_map;
     struct nd_atomic_page *peer_locks;  /* the peer's atomic locks, mapped at the first atomic */
+    bool cma;                       /* we may use cross-memory attach on the peer */
+    struct shm_bounce_link *bounce; /* else the peer's channel, mapped at first use */
+    bool bounce_failed;             /* it could not be had: requests needing it fail */
+    struct shm_served *served;      /* ours, when the peer may not reach our memory */
 };
 
 static struct shm_conn *conn_of(struct nd_qp *qp)
@@ -122,8 +128,7 @@ static int local_iov(const struct nd_wr *wr, struct iovec *iov)
     return n;
 }
 
-/* Is process @pid gone or exiting (a zombie, or dead: /proc says so, or has no entry)? */
-static bool peer_exiting(pid_t pid)
+bool shm_peer_exiting(pid_t pid)
 {
     char path[64], buf[256], *p;
     ssize_t n;
@@ -194,7 +199,7 @@ static int cma(struct shm_conn *c, const struct nd_wr *wr, struct iovec *remote,
            (unsigned long long)wr->total, n, n < 0 ? strerror(err) : "short");
     /* The tables were checked: a peer that died (or is dying: its memory goes first) fails
      * the call, and that is a lost connection, not an access error of ours. */
-    return (n < 0 && err == ESRCH) || peer_exiting(c->pid) ? -ECONNABORTED : -EFAULT;
+    return (n < 0 && err == ESRCH) || shm_peer_exiting(c->pid) ? -ECONNABORTED : -EFAULT;
 }
 
 /*
@@ -267,36 +272,25 @@ static void unmap_peer_views(struct shm_conn *c)
             munmap(c->maps[i].view, c->maps[i].size);
 }
 
-/* The request's local buffers as one stream, copied piece by piece to or from peer views. */
-struct sge_stream {
-    const nd_sge *sge;
-    uint32_t i;
-    uint64_t off;
-};
-
-static void stream_copy(struct sge_stream *s, uint8_t *peer, uint64_t len, bool to_peer)
+/* The peer's bounce channel, mapped at first use: NULL if it cannot be had. */
+static struct shm_bounce_link *bounce_of(struct nd_qp *qp, struct shm_conn *c)
 {
-    while (len) {
-        uint8_t *local = (uint8_t *)s->sge[s->i].buffer + s->off;
-        uint64_t n = s->sge[s->i].buffer_length - s->off;
-
-        if (n > len)
-            n = len;
-        if (to_peer)
-            memcpy(peer, local, n);
-        else
-            memcpy(local, peer, n);
-        peer += n;
-        len -= n;
-        s->off += n;
-        if (s->off == s->sge[s->i].buffer_length) {
-            s->i++;
-            s->off = 0;
-        }
+    if (!c->bounce && !c->bounce_failed) {
+        c->bounce = shm_bounce_link(c->pid, c->pctl, &qp->ctl->state, &c->pctl->state);
+        c->bounce_failed = !c->bounce;
     }
+    return c->bounce;
 }
 
-/* Place a Send into the peer's next receive. -EINPROGRESS: no receive is posted yet. */
+/* What a cross-memory call would move, moved by the peer through its bounce channel. */
+static int bounce_move(struct nd_qp *qp, struct shm_conn *c, uint8_t op, const struct shm_piece *p, int n,
+                       const struct nd_wr *wr)
+{
+    struct shm_bounce_link *l = bounce_of(qp, c);
+
+    return l ? shm_bounce_move(l, op, p, n, wr) : -EIO;
+}
+
 /* Does the peer have receive @k posted? Credits first (no shared read), then its queue. */
 static inline __attribute__((always_inline)) bool peer_has_receive(struct nd_qp *qp, struct shm_conn *c, uint32_t k)
 {
@@ -349,11 +343,12 @@ static inline __attribute__((always_inline)) int next_receive(struct nd_qp *qp, 
  * slot message. A receive whose buffers fail their check fails the Send with -EREMOTEIO:
  * the peer could not take it (a remote operation error, as an RNIC's requester hears).
  */
-static int place_direct(struct shm_conn *c, const struct nd_wr *wr, const struct nd_rwqe *w, uint32_t max_sge,
-                              bool slot_ok, bool *use_slot, int *status)
+static int place_direct(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr, const struct nd_rwqe *w,
+                        uint32_t max_sge, bool slot_ok, bool *use_slot, int *status)
 {
     uint32_t nsge = __atomic_load_n(&w->nsge, __ATOMIC_RELAXED), total = __atomic_load_n(&w->total, __ATOMIC_RELAXED);
     struct iovec remote[MAX_IOV];
+    struct shm_piece pieces[MAX_IOV];
     uint8_t *views[MAX_IOV];
     uint64_t left = wr->total;
     bool viewed = true;
@@ -378,23 +373,24 @@ static int place_direct(struct shm_conn *c, const struct nd_wr *wr, const struct
             return slot_ok ? 0 : -EREMOTEIO;
         views[n] = peer_view(c, &sh, s.addr, len);
         viewed &= views[n] != NULL;
+        pieces[n] = (struct shm_piece){ s.token, s.addr, len };
         remote[n++] = (struct iovec){ (void *)(uintptr_t)s.addr, len };
         left -= len;
     }
     if (left)
         return slot_ok ? 0 : -EREMOTEIO;
     if (viewed) {
-        struct sge_stream from = { wr->sge, 0, 0 };
+        struct shm_sge_stream from = { wr->sge, 0, 0 };
 
         for (int i = 0; i < n; i++)
-            stream_copy(&from, views[i], remote[i].iov_len, true);
+            shm_stream_copy(&from, views[i], remote[i].iov_len, true);
         *use_slot = false;
         return 0;
     }
     if (slot_ok)
         return 0;
     *use_slot = false;
-    return cma(c, wr, remote, n, true);
+    return c->cma ? cma(c, wr, remote, n, true) : bounce_move(qp, c, SHM_BOUNCE_RECV, pieces, n, wr);
 }
 
 /* Complete the peer's receive @k: the entry goes into its inbound ring, filled in place. */
@@ -447,7 +443,7 @@ inline_data:
     }
     if (wr->total > SLOT_ONLY_MAX || !slot_ok) {
         touch_begin(qp);
-        st = terminated(qp, c) ? -ECANCELED : place_direct(c, wr, w, max_sge, slot_ok, &use_slot, &status);
+        st = terminated(qp, c) ? -ECANCELED : place_direct(qp, c, wr, w, max_sge, slot_ok, &use_slot, &status);
         touch_end(qp);
         if (st != 0)
             return st;
@@ -487,11 +483,15 @@ static int place_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *
                                  write ? ND_ACCESS_REMOTE_WRITE : ND_ACCESS_REMOTE_READ, c->peer_pd, &sh))
         st = -EFAULT;
     else if ((view = peer_view(c, &sh, wr->remote_addr, wr->total))) {
-        struct sge_stream local = { wr->sge, 0, 0 };
+        struct shm_sge_stream local = { wr->sge, 0, 0 };
 
-        stream_copy(&local, view, wr->total, write);
-    } else {
+        shm_stream_copy(&local, view, wr->total, write);
+    } else if (c->cma) {
         st = cma(c, wr, &remote, 1, write);
+    } else {
+        struct shm_piece p = { wr->remote_token, wr->remote_addr, wr->total };
+
+        st = bounce_move(qp, c, write ? SHM_BOUNCE_WRITE : SHM_BOUNCE_READ, &p, 1, wr);
     }
     touch_end(qp);
     return st;
@@ -523,6 +523,7 @@ static __attribute__((noinline, cold)) int do_atomic(struct nd_qp *qp, struct sh
 {
     struct nd_mtab_share sh;
     uint64_t old;
+    uint8_t *view;
     int st;
 
     if (!c->peer_locks && !(c->peer_locks = shm_atomic_locks(c->pid, &c->peer_mtab[0])))
@@ -537,13 +538,15 @@ static __attribute__((noinline, cold)) int do_atomic(struct nd_qp *qp, struct sh
     else if (nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, wr->remote_token, wr->remote_addr, sizeof(old),
                                  ND_ACCESS_REMOTE_ATOMIC, c->peer_pd, &sh))
         st = -EFAULT;
+    else if (!(view = peer_view(c, &sh, wr->remote_addr, sizeof(old))) && !c->cma)
+        st = bounce_of(qp, c) ? shm_bounce_atomic(c->bounce, wr, &old) : -EIO;
     else
-        st = shm_atomic_run(c->pid, c->peer_locks, peer_view(c, &sh, wr->remote_addr, sizeof(old)), wr, &old);
+        st = shm_atomic_run(c->pid, c->peer_locks, view, wr, &old);
     touch_end(qp);
     if (st == 0) {
-        struct sge_stream local = { wr->sge, 0, 0 };
+        struct shm_sge_stream local = { wr->sge, 0, 0 };
 
-        stream_copy(&local, (uint8_t *)&old, sizeof(old), false);
+        shm_stream_copy(&local, (uint8_t *)&old, sizeof(old), false);
     }
     return st;
 }
@@ -781,6 +784,7 @@ static void shm_peer_quiesce(struct nd_qp *qp)
 
     if (!c)
         return;
+    shm_bounce_quiesce(c->served);
     atomic_thread_fence(memory_order_seq_cst);      /* our revocation (or Terminate) first */
     v = atomic_load_explicit(&c->pctl->touching_peer, memory_order_acquire);
     if (!(v & 1))
@@ -799,7 +803,7 @@ static void shm_peer_quiesce(struct nd_qp *qp)
         if (now - checked < 1000000)
             continue;
         checked = now;
-        if (peer_exiting(c->pid))
+        if (shm_peer_exiting(c->pid))
             return;                 /* its transfers ended with its last system call */
         if (now - start > QUIESCE_MAX_NS) {
             nd_log(ND_LOG_ERROR, ND_SUB_SHM, "peer %d stayed inside a transfer into our memory for %llu s: "
@@ -871,6 +875,8 @@ static void shm_destroy(struct nd_qp *qp)
     if (!c)
         return;
     shm_sweep_forget(qp);
+    shm_bounce_withdraw(qp, c->served);
+    shm_bounce_unlink(c->bounce);
     release_peer_region(qp->adapter, c->peer_region);
     if (c->psrq)
         munmap(c->psrq, c->psl.size);
@@ -1001,6 +1007,9 @@ int shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *msg, uint32_t ird,
         c->psrq_entries = d.srq_entries;
         c->psrq_max_sge = d.srq_max_sge;
     }
+    c->cma = shm_cma_allowed(pid);
+    if ((d.flags & SHM_DESC_NO_CMA) && !(c->served = shm_bounce_offer(qp)))
+        goto err;
     c->prcq = shm_signal_get(pid, d.nonce, d.rcq_serial, d.refs[2].fd);
     c->picq = shm_signal_get(pid, d.nonce, d.icq_serial, d.refs[3].fd);
     if (!c->prcq || !c->picq)
@@ -1020,6 +1029,7 @@ int shm_attach(struct nd_qp *qp, pid_t pid, struct nd_cm_msg *msg, uint32_t ird,
     return 0;
 err:
     if (c) {
+        shm_bounce_withdraw(qp, c->served);
         release_peer_region(qp->adapter, c->peer_region);
         if (c->psrq)
             munmap(c->psrq, c->psl.size);

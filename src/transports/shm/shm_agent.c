@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The bounce agent: one thread per process, serving every bounce channel this process
+ * offers (shm_bounce.c). A Write completes at its initiator without our application
+ * taking part, so its bytes cannot wait for our application's next call: the agent takes
+ * them. It spins a short while after its last request, as a back-to-back stream keeps it
+ * busy, then sleeps on its eventfd, which an initiator rings only when the agent said it
+ * sleeps (the channel's asleep word).
+ */
+#include "shm_bounce.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+/* How long the agent stays awake after its last request. */
+#define AGENT_SPIN_NS (200ull * 1000)
+
+static struct {
+    pthread_mutex_t lock;
+    struct shm_served head;         /* the channels served: a ring through head */
+    int bell;                       /* eventfd, published for peers */
+    bool started;
+    uint32_t generation;            /* bumped in a forked child, whose list starts empty */
+    pthread_t thread;
+} agent = { .lock = PTHREAD_MUTEX_INITIALIZER, .head = { .prev = &agent.head, .next = &agent.head }, .bell = -1 };
+
+/* Serve every channel once (lock held): how many requests. */
+static uint32_t serve_all(void)
+{
+    uint32_t n = 0;
+
+    for (struct shm_served *s = agent.head.next; s != &agent.head; s = s->next)
+        n += shm_bounce_serve(s);
+    return n;
+}
+
+/* Say we sleep, then look once more (lock held): whether there is work after all. */
+static bool going_to_sleep(void)
+{
+    struct shm_served *s;
+
+    for (s = agent.head.next; s != &agent.head; s = s->next)
+        atomic_store_explicit(&((struct shm_bounce_hdr *)s->map)->asleep, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    for (s = agent.head.next; s != &agent.head; s = s->next)
+        if (shm_bounce_pending(s))
+            return false;
+    return true;
+}
+
+static void *agent_main(void *arg)
+{
+    uint64_t idle_since = nd_now_ns(), count;
+
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&agent.lock);
+        uint32_t n = serve_all();
+        bool sleep = !n && nd_now_ns() - idle_since > AGENT_SPIN_NS && going_to_sleep();
+        pthread_mutex_unlock(&agent.lock);
+
+        if (n) {
+            idle_since = nd_now_ns();
+        } else if (sleep) {
+            if (read(agent.bell, &count, sizeof(count)) < 0 && errno != EINTR && errno != EAGAIN)
+                nd_log(ND_LOG_WARN, ND_SUB_SHM, "bounce agent's eventfd: %m");
+            idle_since = nd_now_ns();
+        } else {
+            nd_cpu_relax();
+        }
+    }
+    return NULL;
+}
+
+/* A forked child has no agent: its copies of the parent's channels are not served. */
+static void agent_forked(void)
+{
+    agent.started = false;
+    agent.generation++;
+    agent.head.prev = agent.head.next = &agent.head;
+    if (agent.bell >= 0) {
+        nd_fd_unpublish(agent.bell);
+        close(agent.bell);
+        agent.bell = -1;
+    }
+    pthread_mutex_init(&agent.lock, NULL);
+}
+
+static void agent_fork_prepare(void)
+{
+    pthread_mutex_lock(&agent.lock);
+}
+
+static void agent_fork_parent(void)
+{
+    pthread_mutex_unlock(&agent.lock);
+}
+
+static void register_atfork(void)
+{
+    if (pthread_atfork(agent_fork_prepare, agent_fork_parent, agent_forked))
+        nd_log(ND_LOG_WARN, ND_SUB_SHM, "pthread_atfork failed: a forked child may deadlock in the bounce agent");
+}
+
+/* The eventfd and the thread, once (lock held). */
+static int agent_start(void)
+{
+    static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+    struct nd_fd_ref ref;
+    int err;
+
+    if (agent.started)
+        return 0;
+    pthread_once(&atfork_once, register_atfork);
+    if (agent.bell < 0) {
+        agent.bell = eventfd(0, EFD_CLOEXEC);
+        if (agent.bell < 0)
+            return -errno;
+        if (!nd_fd_ref_of(agent.bell, &ref)) {
+            close(agent.bell);
+            agent.bell = -1;
+            return -EIO;
+        }
+    }
+    err = nd_thread_start(&agent.thread, agent_main, NULL, "nd-bounce");
+    if (err)
+        return -err;
+    pthread_detach(agent.thread);
+    agent.started = true;
+    nd_log(ND_LOG_INFO, ND_SUB_SHM, "bounce agent started: a peer of this process may not reach its memory");
+    return 0;
+}
+
+int shm_agent_add(struct shm_served *s, int *bell)
+{
+    int st;
+
+    pthread_mutex_lock(&agent.lock);
+    st = agent_start();
+    if (st == 0) {
+        s->next = &agent.head;
+        s->prev = agent.head.prev;
+        agent.head.prev->next = s;
+        agent.head.prev = s;
+        s->generation = agent.generation;
+        /* The agent may be asleep already, having marked only the channels it knew: the
+         * new one says so too, or its first request would not wake it. */
+        atomic_store_explicit(&((struct shm_bounce_hdr *)s->map)->asleep, 1, memory_order_relaxed);
+        *bell = agent.bell;
+    }
+    pthread_mutex_unlock(&agent.lock);
+    return st;
+}
+
+void shm_agent_remove(struct shm_served *s)
+{
+    pthread_mutex_lock(&agent.lock);
+    if (s->next && s->generation == agent.generation) {    /* not if a fork emptied the list */
+        s->prev->next = s->next;
+        s->next->prev = s->prev;
+        s->prev = s->next = NULL;
+    }
+    pthread_mutex_unlock(&agent.lock);
+}
