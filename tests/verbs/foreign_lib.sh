@@ -23,7 +23,7 @@ trap foreign_cleanup EXIT
 # $transports.
 places() {
     srv_in='' cli_in='' srv_addr=127.0.0.1 transports=${ND_TEST_TRANSPORTS:-shm iwarp}
-    [ "${1:-local}" = restricted ] && { restricted_places; return; }
+    [ "${1:-local}" = restricted ] && { restricted_places "${2:-fetch}"; return; }
     [ "${1:-local}" = netns ] || return 0
     . "$foreign_dir/../netns_lib.sh"
     trap 'foreign_cleanup; netns_cleanup' EXIT
@@ -33,11 +33,12 @@ places() {
 
 # gid_index ADDR: the index of ADDR's GID in the port's table, as the server's namespace
 # numbers them.
-# Both sides as a container runs them: pidfd_getfd refused (EPERM, as Docker's default
-# seccomp profile without CAP_SYS_PTRACE) and, when we are root, as nobody; the transport is
-# the automatic choice, and each side's log says which it took (check_took_shm).
+# Both sides as a container runs them: the calls of seccomp_exec's RULES refused (EPERM;
+# fetch: pidfd_getfd, as Docker's default seccomp profile without CAP_SYS_PTRACE; all:
+# process_vm_readv/writev too) and, when we are root, as nobody; the transport is the
+# automatic choice, and each side's log says which it took (check_took_shm).
 restricted_places() {
-    wrap="$(dirname "$nd_run")/../tests/seccomp_exec fetch --" transports=auto
+    wrap="$(dirname "$nd_run")/../tests/seccomp_exec $1 --" transports=auto
     if [ "$(id -u)" = 0 ]; then
         setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$nd_run" ||
             { echo "nobody cannot run $nd_run: skipped"; exit 77; }
