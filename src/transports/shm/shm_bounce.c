@@ -253,7 +253,9 @@ void shm_bounce_quiesce(struct shm_served *s)
 struct shm_bounce_link {
     uint8_t *map;
     uint32_t prod, reaped;          /* ours: what we wrote, what we took the answers of */
-    uint32_t len[SHM_BOUNCE_ENTRIES];   /* each request's length as we wrote it */
+    uint32_t len[SHM_BOUNCE_ENTRIES];   /* each request's length and kind as we wrote them */
+    uint8_t op[SHM_BOUNCE_ENTRIES];
+    int deferred;                   /* the first refusal of a Write already completed */
     int bell;
     pid_t pid;
     const _Atomic uint32_t *ours, *theirs;
@@ -394,21 +396,29 @@ static int status_of(int32_t st)
     return st == 0 || st == -EFAULT || st == -EBADRQC || st == -EDEADLK || st == -EOPNOTSUPP ? st : -EIO;
 }
 
-/* Take the next answer; for a Read, its bytes into @local. The first failure is kept. */
-static int reap(struct shm_bounce_link *l, struct shm_sge_stream *local, uint8_t op, int *first)
+/*
+ * Take the next answer. A Read's bytes go on into @local; a refused Write, which completed
+ * when its bytes were in the channel, is kept for the next drain (it breaks the
+ * connection then); any other refusal is the request's own, kept in *first.
+ */
+static int reap(struct shm_bounce_link *l, struct shm_sge_stream *local, int *first)
 {
-    uint32_t seq = l->reaped;
+    uint32_t slot = l->reaped % SHM_BOUNCE_ENTRIES;
     int32_t status;
     int st = answer(l, &status);
 
     if (st != 0)
         return st;
     st = status_of(status);
-    if (st == 0 && op == SHM_BOUNCE_READ && *first == 0) {
-        shm_stream_copy(local, chunk_of(l->map, seq), l->len[seq % SHM_BOUNCE_ENTRIES], false);
+    if (l->op[slot] == SHM_BOUNCE_WRITE) {
+        if (st != 0 && l->deferred == 0)
+            l->deferred = st;
+    } else if (st != 0) {
+        if (*first == 0)
+            *first = st;
+    } else if (l->op[slot] == SHM_BOUNCE_READ && *first == 0) {
+        shm_stream_copy(local, l->map + SHM_BOUNCE_DATA_OFF + (size_t)slot * SHM_BOUNCE_CHUNK, l->len[slot], false);
     }
-    if (st != 0 && *first == 0)
-        *first = st;
     return 0;
 }
 
@@ -422,8 +432,39 @@ static void put_request(struct shm_bounce_link *l, uint8_t op, uint32_t token, u
     r->len = len;
     r->status = 0;
     l->len[l->prod % SHM_BOUNCE_ENTRIES] = len;
+    l->op[l->prod % SHM_BOUNCE_ENTRIES] = op;
 }
 
+/* The connection is ending or broken: answers still owed stay owed. */
+static int abandon(struct shm_bounce_link *l, int st)
+{
+    l->reaped = l->prod;
+    return st;
+}
+
+bool shm_bounce_outstanding(const struct shm_bounce_link *l)
+{
+    return l->reaped != l->prod || l->deferred != 0;
+}
+
+int shm_bounce_drain(struct shm_bounce_link *l)
+{
+    int first = 0, st = 0;
+
+    while (st == 0 && l->reaped != l->prod)
+        st = reap(l, NULL, &first);
+    if (st != 0)
+        return abandon(l, st);
+    st = l->deferred;
+    l->deferred = 0;
+    return st;
+}
+
+/*
+ * A Write returns once its last chunk is in the channel: its bytes are the peer's to
+ * place, in order, and our next Write's copies overlap the peer's. Everything else waits
+ * for its answers.
+ */
 int shm_bounce_move(struct shm_bounce_link *l, uint8_t op, const struct shm_piece *p, int n, const struct nd_wr *wr)
 {
     struct shm_sge_stream out = { wr->sge, 0, 0 }, in = { wr->sge, 0, 0 };
@@ -433,7 +474,7 @@ int shm_bounce_move(struct shm_bounce_link *l, uint8_t op, const struct shm_piec
         for (uint64_t off = 0; off < p[i].len && first == 0 && st == 0;) {
             uint32_t len = p[i].len - off > SHM_BOUNCE_CHUNK ? SHM_BOUNCE_CHUNK : (uint32_t)(p[i].len - off);
 
-            if (l->prod - l->reaped == SHM_BOUNCE_ENTRIES && (st = reap(l, &in, op, &first)) != 0)
+            if (l->prod - l->reaped == SHM_BOUNCE_ENTRIES && (st = reap(l, &in, &first)) != 0)
                 break;
             if (op != SHM_BOUNCE_READ)
                 shm_stream_copy(&out, chunk_of(l->map, l->prod), len, true);
@@ -441,32 +482,30 @@ int shm_bounce_move(struct shm_bounce_link *l, uint8_t op, const struct shm_piec
             submit(l);
             off += len;
         }
-    while (st == 0 && l->reaped != l->prod)
-        st = reap(l, &in, op, &first);
-    if (st != 0) {
-        /* Answers still owed stay owed: the connection is ending or broken. */
-        l->reaped = l->prod;
-        return st;
-    }
-    return first;
+    while (st == 0 && op != SHM_BOUNCE_WRITE && l->reaped != l->prod)
+        st = reap(l, &in, &first);
+    return st != 0 ? abandon(l, st) : first;
 }
 
 int shm_bounce_atomic(struct shm_bounce_link *l, const struct nd_wr *wr, uint64_t *old)
 {
-    struct shm_bounce_req *r = req_of(l->map, l->prod);
-    uint32_t seq = l->prod;
-    int first = 0, st;
+    struct shm_bounce_req *r;
+    uint32_t seq;
+    int first = 0, st = 0;
 
+    if (l->prod - l->reaped == SHM_BOUNCE_ENTRIES && (st = reap(l, NULL, &first)) != 0)
+        return abandon(l, st);
+    seq = l->prod;
+    r = req_of(l->map, seq);
     put_request(l, SHM_BOUNCE_ATOMIC, wr->remote_token, wr->remote_addr, sizeof(*old));
     r->atomic = wr->atomic;
     r->add_or_cmp = wr->add_or_cmp;
     r->swap = wr->swap;
     submit(l);
-    st = reap(l, NULL, SHM_BOUNCE_ATOMIC, &first);
-    if (st != 0) {
-        l->reaped = l->prod;
-        return st;
-    }
+    while (st == 0 && l->reaped != l->prod)
+        st = reap(l, NULL, &first);
+    if (st != 0)
+        return abandon(l, st);
     *old = __atomic_load_n(&req_of(l->map, seq)->old, __ATOMIC_RELAXED);
     return first;
 }
