@@ -180,8 +180,9 @@ static bool report_fd_fetch(void)
  * The shm transport moves Writes, Reads and large Sends with cross-memory attach
  * (process_vm_readv/writev), which ptrace rules (Yama ptrace_scope, non-dumpable
  * processes, LSMs) and seccomp filters may refuse. Probe the direction Yama restricts
- * first: a forked child reading its parent. Each connection probes its own peer; peers out
- * of reach are served over iwarp on this host instead.
+ * first: a forked child reading its parent. Each connection probes its own peer; a peer
+ * out of reach finishes those transfers itself (the bounce path: two copies through a
+ * channel both map, its agent thread doing the second).
  */
 static void report_cma(void)
 {
@@ -212,8 +213,9 @@ static void report_cma(void)
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         printf("  cross-memory attach: available between peers (Write, Read and large Sends move in one call)\n");
     else
-        printf("  cross-memory attach: REFUSED between unrelated peers (%s): a same-host peer whose memory\n"
-               "    cannot be reached is served over iwarp instead (each connection probes its peer)\n",
+        printf("  cross-memory attach: REFUSED between unrelated peers (%s): shm still carries such\n"
+               "    connections, Writes, Reads and large Sends by the bounce path (two copies through a\n"
+               "    channel both map; each connection probes its peer)\n",
                err ? refusal_reason(err, true) : "short read");
 }
 
