@@ -26,6 +26,8 @@ static nd_port *port;
 static uint8_t *memory;             /* guard | open region | guard | closed region | guard */
 static uint32_t tokens[4];          /* open, closed (no remote rights), revoked, made up */
 static _Atomic uint32_t no_atomics;
+static nd_mr *kept_regions[2];
+static int kept;
 
 static uint32_t register_region(uint8_t *at, uint32_t flags, bool keep)
 {
@@ -37,7 +39,9 @@ static uint32_t register_region(uint8_t *at, uint32_t flags, bool keep)
         nd_mr_register_atomic(mr, at, REGION, flags, keep) != 0)
         abort();
     token = nd_mr_get_remote_token(mr);
-    if (!keep && (nd_mr_deregister(mr, &ov) != ND_SUCCESS || nd_mr_close(mr) != ND_SUCCESS))
+    if (keep)
+        kept_regions[kept++] = mr;      /* for the whole run */
+    else if (nd_mr_deregister(mr, &ov) != ND_SUCCESS || nd_mr_close(mr) != ND_SUCCESS)
         abort();
     return token;
 }
@@ -88,6 +92,7 @@ static void make_request(struct input *in, struct shm_bounce_req *r)
     r->swap = take(in, 4);
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static bool ready;
@@ -112,9 +117,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (uint32_t i = 0; i < count && i < SHM_BOUNCE_ENTRIES; i++) {
             uint32_t seq = s->served + i;
             struct shm_bounce_req *r = (struct shm_bounce_req *)(s->map + SHM_BOUNCE_REQS_OFF) + seq % SHM_BOUNCE_ENTRIES;
+            make_request(&in, r);
             size_t n = in.left < 256 ? in.left : 256;
 
-            make_request(&in, r);
             memcpy(s->map + SHM_BOUNCE_DATA_OFF + (size_t)(seq % SHM_BOUNCE_ENTRIES) * SHM_BOUNCE_CHUNK, in.p, n);
         }
         atomic_store(&h->prod, take(&in, 1) & 1 ? take(&in, 4) : s->served + count);
