@@ -232,5 +232,11 @@ int main(void)
     broken(BAD_STATUS, "bad-status", -EIO);
     broken(SILENT, "ended", -ECANCELED);
     bad_header();
+    nd_overlapped ov = { .flags = ND_OV_FLAG_NO_PORT };
+    CHECK_ST(nd_mr_deregister(mr, &ov), ND_SUCCESS);
+    CHECK_ST(nd_mr_close(mr), ND_SUCCESS);
+    CHECK_ST(nd_port_close(t.port), ND_SUCCESS);
+    CHECK_ST(nd_adapter_close(t.a), ND_SUCCESS);
+    free(t.mem);
     return 0;
 }
