@@ -112,6 +112,26 @@ static void serve_copy(void *dst, const void *src, size_t n)
 }
 #endif
 
+/* An atomic on our word at @mine, under our lock for it (the one initiators that map the
+ * memory take too): the original value in *old. */
+static int32_t serve_atomic(const struct shm_bounce_req *r, void *mine, uint64_t *old)
+{
+    struct nd_atomic_page *page = nd_atomic_own_page();
+    _Atomic uint32_t *held;
+    uint64_t now;
+    int st;
+
+    if (!page)
+        return -EOPNOTSUPP;
+    if ((st = nd_atomic_lock(page, r->addr, &held)) != 0)
+        return st;
+    serve_copy(old, mine, sizeof(*old));
+    now = nd_atomic_result((uint8_t)r->atomic, *old, r->add_or_cmp, r->swap);
+    serve_copy(mine, &now, sizeof(now));
+    nd_atomic_unlock(held);
+    return 0;
+}
+
 /* The rights a request needs, and the protection domain that must hold them; false for
  * a request no initiator of ours writes. */
 static bool request_needs(const struct shm_served *s, const struct shm_bounce_req *r, uint32_t *need, uint16_t *pd)
@@ -164,7 +184,7 @@ static int32_t serve_one(struct shm_served *s, const struct shm_bounce_req *r, u
             serve_copy(chunk, mine, r->len);
             break;
         case SHM_BOUNCE_ATOMIC:
-            st = nd_atomic_local((uint8_t)r->atomic, mine, r->add_or_cmp, r->swap, old);
+            st = serve_atomic(r, mine, old);
             break;
         default:
             serve_copy(mine, chunk, r->len);
