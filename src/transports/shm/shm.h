@@ -136,6 +136,11 @@ struct shm_served;
 struct shm_served *shm_bounce_offer(struct nd_qp *qp);
 void shm_bounce_withdraw(struct nd_qp *qp, struct shm_served *s);
 void shm_bounce_quiesce(struct shm_served *s);
+/* Serve @s's waiting requests here, unless another thread serves it now: how many. The
+ * agent calls it, and so does a poller of the queue pair's CQs (shm_bounce_poll, which
+ * says it came by), saving the agent's wake-ups and its CPU. */
+uint32_t shm_bounce_serve_try(struct shm_served *s);
+uint32_t shm_bounce_poll(struct shm_served *s);
 
 /* The initiator side: the peer's channel, mapped at the first request that needs it (NULL
  * if the peer offers none or it cannot be had). @ours and @theirs: the connection's state

@@ -11,6 +11,7 @@
 #include "core/log.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -27,46 +28,67 @@ static struct {
     pthread_t thread;
 } agent = { .lock = PTHREAD_MUTEX_INITIALIZER, .head = { .prev = &agent.head, .next = &agent.head }, .bell = -1 };
 
-/* Serve every channel once (lock held): how many requests. */
-static uint32_t serve_all(void)
+/* Serve every channel no poller serves (lock held): how many requests; *polled: whether a
+ * poller serves some. */
+static uint32_t serve_all(uint64_t now, bool *polled)
 {
     uint32_t n = 0;
 
-    for (struct shm_served *s = agent.head.next; s != &agent.head; s = s->next)
-        n += shm_bounce_serve(s);
+    *polled = false;
+    for (struct shm_served *s = agent.head.next; s != &agent.head; s = s->next) {
+        if (shm_bounce_polled(s, now))
+            *polled = true;
+        else
+            n += shm_bounce_serve_try(s);
+    }
     return n;
 }
 
-/* Say we sleep, then look once more (lock held): whether there is work after all. */
-static bool going_to_sleep(void)
+/* Say we sleep on the channels we serve, then look once more (lock held): whether we may. */
+static bool going_to_sleep(uint64_t now)
 {
     struct shm_served *s;
 
     for (s = agent.head.next; s != &agent.head; s = s->next)
-        atomic_store_explicit(&((struct shm_bounce_hdr *)s->map)->asleep, 1, memory_order_relaxed);
+        if (!shm_bounce_polled(s, now))
+            atomic_store_explicit(&((struct shm_bounce_hdr *)s->map)->asleep, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
     for (s = agent.head.next; s != &agent.head; s = s->next)
-        if (shm_bounce_pending(s))
+        if (!shm_bounce_polled(s, now) && shm_bounce_pending(s))
             return false;
     return true;
 }
 
+/* Until the bell rings; while pollers serve channels, a look again when they may have
+ * stopped (their channels are not marked asleep: nobody rings for them). */
+static void sleep_on_bell(bool polled)
+{
+    struct pollfd p = { .fd = agent.bell, .events = POLLIN };
+    uint64_t count;
+
+    if (poll(&p, 1, polled ? (int)(SHM_BOUNCE_POLLED_NS / 1000000) : -1) > 0 &&
+        read(agent.bell, &count, sizeof(count)) < 0 && errno != EINTR && errno != EAGAIN)
+        nd_log(ND_LOG_WARN, ND_SUB_SHM, "bounce agent's eventfd: %m");
+}
+
 static void *agent_main(void *arg)
 {
-    uint64_t idle_since = nd_now_ns(), count;
+    uint64_t idle_since = nd_now_ns();
 
     (void)arg;
     for (;;) {
+        uint64_t now = nd_now_ns();
+        bool polled;
+
         pthread_mutex_lock(&agent.lock);
-        uint32_t n = serve_all();
-        bool sleep = !n && nd_now_ns() - idle_since > AGENT_SPIN_NS && going_to_sleep();
+        uint32_t n = serve_all(now, &polled);
+        bool sleep = !n && now - idle_since > AGENT_SPIN_NS && going_to_sleep(now);
         pthread_mutex_unlock(&agent.lock);
 
         if (n) {
             idle_since = nd_now_ns();
         } else if (sleep) {
-            if (read(agent.bell, &count, sizeof(count)) < 0 && errno != EINTR && errno != EAGAIN)
-                nd_log(ND_LOG_WARN, ND_SUB_SHM, "bounce agent's eventfd: %m");
+            sleep_on_bell(polled);
             idle_since = nd_now_ns();
         } else {
             nd_cpu_relax();

@@ -223,6 +223,24 @@ uint32_t shm_bounce_serve(struct shm_served *s)
     return n;
 }
 
+uint32_t shm_bounce_serve_try(struct shm_served *s)
+{
+    uint32_t n;
+
+    if (!shm_bounce_pending(s) || atomic_load_explicit(&s->serving, memory_order_relaxed) ||
+        atomic_exchange_explicit(&s->serving, 1, memory_order_acquire))
+        return 0;
+    n = shm_bounce_serve(s);
+    atomic_store_explicit(&s->serving, 0, memory_order_release);
+    return n;
+}
+
+uint32_t shm_bounce_poll(struct shm_served *s)
+{
+    atomic_store_explicit(&s->polled_ns, nd_now_ns(), memory_order_relaxed);
+    return shm_bounce_serve_try(s);
+}
+
 struct shm_served *shm_bounce_offer(struct nd_qp *qp)
 {
     struct shm_bounce_rights rights = { .mtab = qp->adapter->mtab, .pd = qp->pd, .recv_pd = nd_qp_recv_pd(qp),
@@ -251,6 +269,9 @@ void shm_bounce_withdraw(struct nd_qp *qp, struct shm_served *s)
         return;
     atomic_store_explicit(&qp->ctl->bounce_ready, 0, memory_order_relaxed);
     shm_agent_remove(s);
+    /* Taken for good: a poller that is still inside leaves first, and none enters. */
+    while (atomic_exchange_explicit(&s->serving, 1, memory_order_acquire))
+        nd_cpu_relax();
     nd_fd_unpublish(s->fd);
     shm_bounce_channel_free(s);
 }

@@ -72,6 +72,13 @@ struct shm_served {
     uint32_t served;                /* requests answered: ours, never read back from the map */
     bool broken;                    /* the peer wrote impossible counters: no more service */
     _Atomic uint32_t touching;
+    /* Held (1) by whoever serves: the agent, or a thread of ours polling the queue pair's
+     * CQ (shm_progress), which does the agent's work when it is there to do it. */
+    _Atomic uint32_t serving;
+    /* When a poller last came by (nd_now_ns): while one comes by often, the agent leaves
+     * the channel to it, neither serving it nor marking it asleep (no wake-ups), so that
+     * it does not spin beside a poller for two CPUs' worth of one copy. */
+    _Atomic uint64_t polled_ns;
     struct shm_bounce_rights rights;
     struct shm_served *prev, *next;
     uint32_t generation;            /* the agent's when it was added (a fork starts another) */
@@ -80,10 +87,16 @@ struct shm_served {
 /* A channel made and mapped (not yet served), or NULL; its end. */
 struct shm_served *shm_bounce_channel_new(const struct shm_bounce_rights *rights);
 void shm_bounce_channel_free(struct shm_served *s);
-/* Answer every request written so far (the agent, its lock held): how many. */
+/* Answer every request written so far (its caller holds serving): how many. */
 uint32_t shm_bounce_serve(struct shm_served *s);
 /* Does @s hold a request not yet answered? */
 bool shm_bounce_pending(const struct shm_served *s);
+/* Has a poller come by within SHM_BOUNCE_POLLED_NS of @now? */
+#define SHM_BOUNCE_POLLED_NS (1000ull * 1000)
+static inline bool shm_bounce_polled(const struct shm_served *s, uint64_t now)
+{
+    return now - atomic_load_explicit(&s->polled_ns, memory_order_relaxed) < SHM_BOUNCE_POLLED_NS;
+}
 
 /* The agent (shm_agent.c): one thread per process, started with its first channel. Add
  * fills *bell with its eventfd (published for peers); 0 or a negative errno. Remove

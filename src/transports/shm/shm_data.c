@@ -774,7 +774,11 @@ static bool shm_progress(struct nd_qp *qp)
 {
     struct shm_conn *c = conn_of(qp);
     bool busy = atomic_load_explicit(&c->held_count, memory_order_relaxed) != 0 || terminated(qp, c);
-    bool check = false;
+    bool check = false, served = false;
+
+    /* A peer's requests in our bounce channel: ours to serve while we poll anyway. */
+    if (ND_UNLIKELY(c->served != NULL))
+        served = shm_bounce_poll(c->served) != 0;
 
     /* A plain increment: losing a count to a concurrent poller only shifts the next check. */
     uint32_t polls = atomic_load_explicit(&c->poll_count, memory_order_relaxed) + 1;
@@ -787,7 +791,7 @@ static bool shm_progress(struct nd_qp *qp)
         check = now - last > LIVENESS_NS && atomic_compare_exchange_strong(&c->last_check, &last, now);
     }
     if (!busy && !check)
-        return false;
+        return served;
     nd_lock_acquire(&qp->lock);
     /* The peer's socket is asked only once an interval: a send held for a receive is
      * retried on every poll, and a system call each time cost 7 per round trip in
