@@ -83,7 +83,9 @@ void shm_bounce_channel_free(struct shm_served *s)
 
 bool shm_bounce_pending(const struct shm_served *s)
 {
-    return !s->broken && atomic_load_explicit(&hdr_of(s->map)->prod, memory_order_relaxed) != s->served;
+    return !atomic_load_explicit(&s->broken, memory_order_relaxed) &&
+           atomic_load_explicit(&hdr_of(s->map)->prod, memory_order_relaxed) !=
+               atomic_load_explicit(&s->served, memory_order_relaxed);
 }
 
 /*
@@ -199,25 +201,27 @@ uint32_t shm_bounce_serve(struct shm_served *s)
 {
     struct shm_bounce_hdr *h = hdr_of(s->map);
     uint32_t prod = atomic_load_explicit(&h->prod, memory_order_acquire), n = 0;
+    uint32_t served = atomic_load_explicit(&s->served, memory_order_relaxed);
 
-    if (s->broken || prod == s->served)
+    if (atomic_load_explicit(&s->broken, memory_order_relaxed) || prod == served)
         return 0;
-    if (prod - s->served > SHM_BOUNCE_ENTRIES) {
+    if (prod - served > SHM_BOUNCE_ENTRIES) {
         nd_log(ND_LOG_WARN, ND_SUB_SHM, "a peer's bounce channel claims %u requests in flight: no more service",
-               prod - s->served);
-        s->broken = true;
+               prod - served);
+        atomic_store_explicit(&s->broken, true, memory_order_relaxed);
         return 0;
     }
-    while (s->served != prod) {
-        struct shm_bounce_req *shared = req_of(s->map, s->served), r;
+    while (served != prod) {
+        struct shm_bounce_req *shared = req_of(s->map, served), r;
         uint64_t old = 0;
 
         memcpy(&r, shared, sizeof(r));      /* the peer may rewrite it while we look */
-        int32_t st = serve_one(s, &r, chunk_of(s->map, s->served), &old);
+        int32_t st = serve_one(s, &r, chunk_of(s->map, served), &old);
 
         shared->old = old;
         shared->status = st;
-        atomic_store_explicit(&h->done, ++s->served, memory_order_release);
+        atomic_store_explicit(&s->served, ++served, memory_order_relaxed);
+        atomic_store_explicit(&h->done, served, memory_order_release);
         n++;
     }
     return n;

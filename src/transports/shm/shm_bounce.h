@@ -69,8 +69,10 @@ struct shm_bounce_rights {
 struct shm_served {
     uint8_t *map;                   /* SHM_BOUNCE_BYTES */
     int fd;                         /* the channel's memfd, published for the peer */
-    uint32_t served;                /* requests answered: ours, never read back from the map */
-    bool broken;                    /* the peer wrote impossible counters: no more service */
+    /* Requests answered (ours, never read back from the map), and whether the peer wrote
+     * impossible counters (no more service): written under serving, read by anyone. */
+    _Atomic uint32_t served;
+    _Atomic bool broken;
     _Atomic uint32_t touching;
     /* Held (1) by whoever serves: the agent, or a thread of ours polling the queue pair's
      * CQ (shm_progress), which does the agent's work when it is there to do it. */
