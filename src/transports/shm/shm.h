@@ -141,6 +141,8 @@ void shm_bounce_quiesce(struct shm_served *s);
  * says it came by), saving the agent's wake-ups and its CPU. */
 uint32_t shm_bounce_serve_try(struct shm_served *s);
 uint32_t shm_bounce_poll(struct shm_served *s);
+/* An empty poll's time, lent to every channel this process serves (shm_agent.c). */
+void shm_agent_lend(void);
 
 /* The initiator side: the peer's channel, mapped at the first request that needs it (NULL
  * if the peer offers none or it cannot be had). @ours and @theirs: the connection's state

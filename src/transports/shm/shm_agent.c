@@ -9,6 +9,7 @@
  */
 #include "shm_bounce.h"
 #include "core/log.h"
+#include "core/transport.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -29,17 +30,19 @@ static struct {
 } agent = { .lock = PTHREAD_MUTEX_INITIALIZER, .head = { .prev = &agent.head, .next = &agent.head }, .bell = -1 };
 
 /* Serve every channel no poller serves (lock held): how many requests; *polled: whether a
- * poller serves some. */
-static uint32_t serve_all(uint64_t now, bool *polled)
+ * poller serves some; *ours: whether we serve any. */
+static uint32_t serve_all(uint64_t now, bool *polled, bool *ours)
 {
     uint32_t n = 0;
 
-    *polled = false;
+    *polled = *ours = false;
     for (struct shm_served *s = agent.head.next; s != &agent.head; s = s->next) {
-        if (shm_bounce_polled(s, now))
+        if (shm_bounce_polled(s, now)) {
             *polled = true;
-        else
+        } else {
+            *ours = true;
             n += shm_bounce_serve_try(s);
+        }
     }
     return n;
 }
@@ -78,11 +81,12 @@ static void *agent_main(void *arg)
     (void)arg;
     for (;;) {
         uint64_t now = nd_now_ns();
-        bool polled;
+        bool polled, ours;
 
         pthread_mutex_lock(&agent.lock);
-        uint32_t n = serve_all(now, &polled);
-        bool sleep = !n && now - idle_since > AGENT_SPIN_NS && going_to_sleep(now);
+        uint32_t n = serve_all(now, &polled, &ours);
+        /* Spinning is for channels of ours: pollers serve the rest. */
+        bool sleep = !n && (!ours || now - idle_since > AGENT_SPIN_NS) && going_to_sleep(now);
         pthread_mutex_unlock(&agent.lock);
 
         if (n) {
@@ -97,9 +101,33 @@ static void *agent_main(void *arg)
     return NULL;
 }
 
+/*
+ * An application thread's empty poll (the verbs front end's), lent to every channel: a
+ * program may spin on a CQ of another queue pair (perftest's server on its handshake
+ * QP's) while a peer streams Writes into us, and on a small host that spinner and the
+ * agent would share a CPU the writer needs. The lender serves, and marks each channel
+ * polled, so the agent leaves it alone until the lending stops. It never waits for the
+ * lock.
+ */
+void shm_agent_lend(void)
+{
+    uint64_t now;
+
+    if (pthread_mutex_trylock(&agent.lock))
+        return;
+    now = nd_now_ns();
+    for (struct shm_served *s = agent.head.next; s != &agent.head; s = s->next) {
+        atomic_store_explicit(&s->polled_ns, now, memory_order_relaxed);
+        shm_bounce_serve_try(s);
+    }
+    pthread_mutex_unlock(&agent.lock);
+}
+
 /* A forked child has no agent: its copies of the parent's channels are not served. */
 static void agent_forked(void)
 {
+    for (struct shm_served *s = agent.head.next; s != &agent.head; s = s->next)
+        nd_lend_want(false);
     agent.started = false;
     agent.generation++;
     agent.head.prev = agent.head.next = &agent.head;
@@ -172,6 +200,7 @@ int shm_agent_add(struct shm_served *s, int *bell)
          * new one says so too, or its first request would not wake it. */
         atomic_store_explicit(&((struct shm_bounce_hdr *)s->map)->asleep, 1, memory_order_relaxed);
         *bell = agent.bell;
+        nd_lend_want(true);
     }
     pthread_mutex_unlock(&agent.lock);
     return st;
@@ -184,6 +213,7 @@ void shm_agent_remove(struct shm_served *s)
         s->prev->next = s->next;
         s->next->prev = s->prev;
         s->prev = s->next = NULL;
+        nd_lend_want(false);
     }
     pthread_mutex_unlock(&agent.lock);
 }

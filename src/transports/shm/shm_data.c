@@ -967,6 +967,7 @@ const struct nd_transport_ops shm_transport = {
     .post = shm_post,
     .recv_posted = shm_recv_posted,
     .progress = shm_progress,
+    .lend = shm_agent_lend,
     .queue_full = shm_queue_full,
     .carries_imm = shm_carries_imm,
     .carries_atomic = shm_carries_atomic,
