@@ -162,15 +162,10 @@ enum shm_bounce_op { SHM_BOUNCE_WRITE = 1, SHM_BOUNCE_READ, SHM_BOUNCE_RECV, SHM
 
 /* @wr's bytes into the @n pieces (WRITE: an RDMA Write; RECV: a Send into a receive), or
  * the one piece's bytes into @wr's buffers (READ); an atomic's old value into *old. 0 once
- * the peer has them (a Write: once they are in the channel); -EFAULT (a piece the peer refused), -EBADRQC (the peer's QP takes no
+ * the peer has them; -EFAULT (a piece the peer refused), -EBADRQC (the peer's QP takes no
  * atomics), -ECANCELED (the connection ended), -ECONNABORTED (the peer died), -ETIMEDOUT
  * (it stopped answering), -EIO (it broke the channel). */
 int shm_bounce_move(struct shm_bounce_link *l, uint8_t op, const struct shm_piece *p, int n, const struct nd_wr *wr);
-/* Writes are done once their bytes are in the channel: whether some still wait for the
- * peer's answer, and waiting for those (0, a refusal of one of them, or why the wait
- * ended), which whatever we place in the peer's memory directly must do first. */
-bool shm_bounce_outstanding(const struct shm_bounce_link *l);
-int shm_bounce_drain(struct shm_bounce_link *l);
 int shm_bounce_atomic(struct shm_bounce_link *l, const struct nd_wr *wr, uint64_t *old);
 
 /* The peer ended the connection (DISC or EOF): flush. */

@@ -300,7 +300,6 @@ struct shm_bounce_link {
     uint32_t prod, reaped;          /* ours: what we wrote, what we took the answers of */
     uint32_t len[SHM_BOUNCE_ENTRIES];   /* each request's length and kind as we wrote them */
     uint8_t op[SHM_BOUNCE_ENTRIES];
-    int deferred;                   /* the first refusal of a Write already completed */
     int bell;
     pid_t pid;
     const _Atomic uint32_t *ours, *theirs;
@@ -441,11 +440,7 @@ static int status_of(int32_t st)
     return st == 0 || st == -EFAULT || st == -EBADRQC || st == -EDEADLK || st == -EOPNOTSUPP ? st : -EIO;
 }
 
-/*
- * Take the next answer. A Read's bytes go on into @local; a refused Write, which completed
- * when its bytes were in the channel, is kept for the next drain (it breaks the
- * connection then); any other refusal is the request's own, kept in *first.
- */
+/* Take the next answer: a Read's bytes go on into @local; the first refusal is kept. */
 static int reap(struct shm_bounce_link *l, struct shm_sge_stream *local, int *first)
 {
     uint32_t slot = l->reaped % SHM_BOUNCE_ENTRIES;
@@ -455,10 +450,7 @@ static int reap(struct shm_bounce_link *l, struct shm_sge_stream *local, int *fi
     if (st != 0)
         return st;
     st = status_of(status);
-    if (l->op[slot] == SHM_BOUNCE_WRITE) {
-        if (st != 0 && l->deferred == 0)
-            l->deferred = st;
-    } else if (st != 0) {
+    if (st != 0) {
         if (*first == 0)
             *first = st;
     } else if (l->op[slot] == SHM_BOUNCE_READ && *first == 0) {
@@ -487,28 +479,11 @@ static int abandon(struct shm_bounce_link *l, int st)
     return st;
 }
 
-bool shm_bounce_outstanding(const struct shm_bounce_link *l)
-{
-    return l->reaped != l->prod || l->deferred != 0;
-}
-
-int shm_bounce_drain(struct shm_bounce_link *l)
-{
-    int first = 0, st = 0;
-
-    while (st == 0 && l->reaped != l->prod)
-        st = reap(l, NULL, &first);
-    if (st != 0)
-        return abandon(l, st);
-    st = l->deferred;
-    l->deferred = 0;
-    return st;
-}
-
 /*
- * A Write returns once its last chunk is in the channel: its bytes are the peer's to
- * place, in order, and our next Write's copies overlap the peer's. Everything else waits
- * for its answers.
+ * Each request waits for its last answer, as a cross-memory call would: a Write then
+ * completes with its bytes in the peer's memory (what an RC Write's completion promises
+ * rdma-core's programs), and nothing we place afterwards can pass them. Within a request
+ * our copy of each chunk overlaps the peer's copy of the one before.
  */
 int shm_bounce_move(struct shm_bounce_link *l, uint8_t op, const struct shm_piece *p, int n, const struct nd_wr *wr)
 {
@@ -527,7 +502,7 @@ int shm_bounce_move(struct shm_bounce_link *l, uint8_t op, const struct shm_piec
             submit(l);
             off += len;
         }
-    while (st == 0 && op != SHM_BOUNCE_WRITE && l->reaped != l->prod)
+    while (st == 0 && l->reaped != l->prod)
         st = reap(l, &in, &first);
     return st != 0 ? abandon(l, st) : first;
 }

@@ -282,24 +282,6 @@ static struct shm_bounce_link *bounce_of(struct nd_qp *qp, struct shm_conn *c)
     return c->bounce;
 }
 
-/* Our Writes still in the peer's bounce channel land before anything we place in its
- * memory ourselves, and before we read it. A refusal of one (its registration revoked
- * after our check) breaks the connection, as the peer's Terminate would. */
-static int bounce_settle(struct nd_qp *qp, struct shm_conn *c)
-{
-    int st;
-
-    if (!c->bounce || !shm_bounce_outstanding(c->bounce))
-        return 0;
-    st = shm_bounce_drain(c->bounce);
-    if (st == 0)
-        return 0;
-    nd_log(ND_LOG_INFO, ND_SUB_SHM, "the peer refused a Write of ours already completed (%s): connection ended",
-           nd_err_name(st));
-    nd_qp_fail_locked(qp, st);
-    return -ECANCELED;
-}
-
 /* What a cross-memory call would move, moved by the peer through its bounce channel. */
 static int bounce_move(struct nd_qp *qp, struct shm_conn *c, uint8_t op, const struct shm_piece *p, int n,
                        const struct nd_wr *wr)
@@ -503,8 +485,7 @@ static int place_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *
     else if ((view = peer_view(c, &sh, wr->remote_addr, wr->total))) {
         struct shm_sge_stream local = { wr->sge, 0, 0 };
 
-        if ((st = bounce_settle(qp, c)) == 0)
-            shm_stream_copy(&local, view, wr->total, write);
+        shm_stream_copy(&local, view, wr->total, write);
     } else if (c->cma) {
         st = cma(c, wr, &remote, 1, write);
     } else {
@@ -530,8 +511,6 @@ static int do_write_imm(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr
     st = next_receive(qp, c, &k, &w);
     if (st == 0 && wr->total)
         st = place_rdma(qp, c, wr);
-    if (st == 0)
-        st = bounce_settle(qp, c);  /* the bytes before the receive's completion */
     if (st != 0)
         return st;
     return publish_receive(qp, c, k, 0, wr, ND_CQE_IMM | ND_CQE_RDMA_IMM |
@@ -594,15 +573,6 @@ static int execute(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
         return nd_qp_local_op(qp, wr);
     if (!nd_qp_local_sges_ok(qp, wr))
         return ND_LOCAL_PROTECTION;
-    /* A plain Write may follow Writes in the peer's bounce channel: it goes there too, or
-     * settles them before it copies itself (place_rdma). */
-    if (ND_UNLIKELY(c->bounce != NULL) &&
-        !(wr->type == ND_REQUEST_TYPE_WRITE && !wr->atomic && !(wr->flags & ND_WR_IMM))) {
-        int st = bounce_settle(qp, c);
-
-        if (st != 0)
-            return st;
-    }
     if (wr->type == ND_REQUEST_TYPE_SEND)
         return do_send(qp, c, wr);
     return do_rdma(qp, c, wr);
@@ -873,10 +843,6 @@ static void shm_shutdown(struct nd_qp *qp, int why)
 {
     struct shm_conn *c = conn_of(qp);
 
-    /* Our completed Writes still in the peer's channel are placed before it sees the end
-     * (it would read its memory at its disconnect). */
-    if (c->bounce)
-        (void)shm_bounce_drain(c->bounce);
     /* The peer's posts check these words: stored first, a request it posts from now on
      * is flushed, however long the rest of this takes. */
     atomic_store(&qp->ctl->term_status, why);
