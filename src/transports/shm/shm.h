@@ -133,6 +133,7 @@ static inline void shm_stream_copy(struct shm_sge_stream *s, uint8_t *peer, uint
  * registered memory in progress (Deregister's barrier).
  */
 struct shm_served;
+/* Offer and withdraw go through the process's agent (shm_agent.c), which serves it. */
 struct shm_served *shm_bounce_offer(struct nd_qp *qp);
 void shm_bounce_withdraw(struct nd_qp *qp, struct shm_served *s);
 void shm_bounce_quiesce(struct shm_served *s);

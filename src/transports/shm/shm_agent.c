@@ -5,10 +5,12 @@
  * taking part, so its bytes cannot wait for our application's next call: the agent takes
  * them. It spins a short while after its last request, as a back-to-back stream keeps it
  * busy, then sleeps on its eventfd, which an initiator rings only when the agent said it
- * sleeps (the channel's asleep word).
+ * sleeps (the channel's asleep word). Channels are offered and withdrawn here, with the
+ * connection that needs one (shm_attach, shm_destroy).
  */
 #include "shm_bounce.h"
 #include "core/log.h"
+#include "core/qp_int.h"
 #include "core/transport.h"
 
 #include <errno.h>
@@ -184,7 +186,7 @@ static int agent_start(void)
     return 0;
 }
 
-int shm_agent_add(struct shm_served *s, int *bell)
+static int agent_add(struct shm_served *s, int *bell)
 {
     int st;
 
@@ -206,7 +208,7 @@ int shm_agent_add(struct shm_served *s, int *bell)
     return st;
 }
 
-void shm_agent_remove(struct shm_served *s)
+static void agent_remove(struct shm_served *s)
 {
     pthread_mutex_lock(&agent.lock);
     if (s->next && s->generation == agent.generation) {    /* not if a fork emptied the list */
@@ -216,4 +218,39 @@ void shm_agent_remove(struct shm_served *s)
         nd_lend_want(false);
     }
     pthread_mutex_unlock(&agent.lock);
+}
+
+struct shm_served *shm_bounce_offer(struct nd_qp *qp)
+{
+    struct shm_bounce_rights rights = { .mtab = qp->adapter->mtab, .pd = qp->pd, .recv_pd = nd_qp_recv_pd(qp),
+                                        .no_remote_atomic = &qp->ctl->no_remote_atomic };
+    struct shm_served *s = shm_bounce_channel_new(&rights);
+    struct nd_fd_ref ref;
+    int bell;
+
+    if (!s)
+        return NULL;
+    if (!nd_fd_ref_of(s->fd, &ref) || agent_add(s, &bell) != 0) {
+        nd_fd_unpublish(s->fd);
+        shm_bounce_channel_free(s);
+        return NULL;
+    }
+    qp->ctl->bounce_chan = ref;
+    qp->ctl->bounce_bell = bell;
+    atomic_store_explicit(&qp->ctl->bounce_ready, 1, memory_order_release);
+    nd_log(ND_LOG_DEBUG, ND_SUB_SHM, "bounce channel offered: the peer may not reach our memory");
+    return s;
+}
+
+void shm_bounce_withdraw(struct nd_qp *qp, struct shm_served *s)
+{
+    if (!s)
+        return;
+    atomic_store_explicit(&qp->ctl->bounce_ready, 0, memory_order_relaxed);
+    agent_remove(s);
+    /* Taken for good: a poller that is still inside leaves first, and none enters. */
+    while (atomic_exchange_explicit(&s->serving, 1, memory_order_acquire))
+        nd_cpu_relax();
+    nd_fd_unpublish(s->fd);
+    shm_bounce_channel_free(s);
 }

@@ -245,41 +245,6 @@ uint32_t shm_bounce_poll(struct shm_served *s)
     return shm_bounce_serve_try(s);
 }
 
-struct shm_served *shm_bounce_offer(struct nd_qp *qp)
-{
-    struct shm_bounce_rights rights = { .mtab = qp->adapter->mtab, .pd = qp->pd, .recv_pd = nd_qp_recv_pd(qp),
-                                        .no_remote_atomic = &qp->ctl->no_remote_atomic };
-    struct shm_served *s = shm_bounce_channel_new(&rights);
-    struct nd_fd_ref ref;
-    int bell;
-
-    if (!s)
-        return NULL;
-    if (!nd_fd_ref_of(s->fd, &ref) || shm_agent_add(s, &bell) != 0) {
-        nd_fd_unpublish(s->fd);
-        shm_bounce_channel_free(s);
-        return NULL;
-    }
-    qp->ctl->bounce_chan = ref;
-    qp->ctl->bounce_bell = bell;
-    atomic_store_explicit(&qp->ctl->bounce_ready, 1, memory_order_release);
-    nd_log(ND_LOG_DEBUG, ND_SUB_SHM, "bounce channel offered: the peer may not reach our memory");
-    return s;
-}
-
-void shm_bounce_withdraw(struct nd_qp *qp, struct shm_served *s)
-{
-    if (!s)
-        return;
-    atomic_store_explicit(&qp->ctl->bounce_ready, 0, memory_order_relaxed);
-    shm_agent_remove(s);
-    /* Taken for good: a poller that is still inside leaves first, and none enters. */
-    while (atomic_exchange_explicit(&s->serving, 1, memory_order_acquire))
-        nd_cpu_relax();
-    nd_fd_unpublish(s->fd);
-    shm_bounce_channel_free(s);
-}
-
 void shm_bounce_quiesce(struct shm_served *s)
 {
     uint32_t v;

@@ -100,10 +100,4 @@ static inline bool shm_bounce_polled(const struct shm_served *s, uint64_t now)
     return now - atomic_load_explicit(&s->polled_ns, memory_order_relaxed) < SHM_BOUNCE_POLLED_NS;
 }
 
-/* The agent (shm_agent.c): one thread per process, started with its first channel. Add
- * fills *bell with its eventfd (published for peers); 0 or a negative errno. Remove
- * returns once the agent no longer touches @s. */
-int shm_agent_add(struct shm_served *s, int *bell);
-void shm_agent_remove(struct shm_served *s);
-
 #endif

@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,6 +366,35 @@ bool shm_cma_allowed(pid_t pid)
     struct iovec local = { &b, 1 }, remote = { NULL, 1 };
 
     return process_vm_readv(pid, &local, 1, &remote, 1, 0) < 0 && errno == EFAULT;
+}
+
+/* /proc says it: a zombie, dead, no entry, or PF_EXITING, set from the start of exit
+ * before its memory goes. */
+bool shm_peer_exiting(pid_t pid)
+{
+    char path[64], buf[256], *p;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return errno == ENOENT;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    buf[n] = 0;
+    p = strrchr(buf, ')');          /* the command name may hold anything */
+    if (!p || p[1] != ' ')
+        return false;
+    char state = p[2];
+    unsigned long flags = 0;
+
+    /* After the state: ppid pgrp session tty_nr tpgid, then the task's flags, whose
+     * PF_EXITING (0x4) is set from the start of exit, before its memory goes. */
+    if (sscanf(p + 3, "%*d %*d %*d %*d %*d %lu", &flags) != 1)
+        flags = 0;
+    return state == 'Z' || state == 'X' || state == 'x' || (flags & 0x4);
 }
 
 /* Only peers of our uid get a shared-memory connection; others are turned away here and

@@ -128,33 +128,6 @@ static int local_iov(const struct nd_wr *wr, struct iovec *iov)
     return n;
 }
 
-bool shm_peer_exiting(pid_t pid)
-{
-    char path[64], buf[256], *p;
-    ssize_t n;
-    int fd;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return errno == ENOENT;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return true;
-    buf[n] = 0;
-    p = strrchr(buf, ')');          /* the command name may hold anything */
-    if (!p || p[1] != ' ')
-        return false;
-    char state = p[2];
-    unsigned long flags = 0;
-
-    /* After the state: ppid pgrp session tty_nr tpgid, then the task's flags, whose
-     * PF_EXITING (0x4) is set from the start of exit, before its memory goes. */
-    if (sscanf(p + 3, "%*d %*d %*d %*d %*d %lu", &flags) != 1)
-        flags = 0;
-    return state == 'Z' || state == 'X' || state == 'x' || (flags & 0x4);
-}
-
 /*
  * Around every touch of the peer's registered memory (a cross-memory call, a copy through
  * a view), after which the peer's Deregister may return: it revokes the token and then
