@@ -114,6 +114,19 @@ static void serve_copy(void *dst, const void *src, size_t n)
 }
 #endif
 
+/*
+ * Into our memory in address order as a reader sees it: programs poll a Write's last byte
+ * (perftest's latency tests) and must then find every byte before it. memcpy stores its
+ * tail early, and a fast string copy's stores may become visible in any order, so the
+ * last byte goes alone, after a full fence.
+ */
+static void serve_copy_in_order(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    serve_copy(dst, src, n - 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    serve_copy(dst + n - 1, src + n - 1, 1);
+}
+
 /* An atomic on our word at @mine, under our lock for it (the one initiators that map the
  * memory take too): the original value in *old. */
 static int32_t serve_atomic(const struct shm_bounce_req *r, void *mine, uint64_t *old)
@@ -189,7 +202,7 @@ static int32_t serve_one(struct shm_served *s, const struct shm_bounce_req *r, u
             st = serve_atomic(r, mine, old);
             break;
         default:
-            serve_copy(mine, chunk, r->len);
+            serve_copy_in_order(mine, chunk, r->len);
             break;
         }
     }
