@@ -28,6 +28,7 @@ static struct {
     int bell;                       /* eventfd, published for peers */
     bool started;
     uint32_t generation;            /* bumped in a forked child, whose list starts empty */
+    _Atomic uint32_t channels;      /* on the list: lenders look here first, without the lock */
     pthread_t thread;
 } agent = { .lock = PTHREAD_MUTEX_INITIALIZER, .head = { .prev = &agent.head, .next = &agent.head }, .bell = -1 };
 
@@ -115,7 +116,8 @@ void shm_agent_lend(void)
 {
     uint64_t now;
 
-    if (pthread_mutex_trylock(&agent.lock))
+    /* Other transports ask for empty polls too (iwarp): no lock taken for nothing. */
+    if (!atomic_load_explicit(&agent.channels, memory_order_relaxed) || pthread_mutex_trylock(&agent.lock))
         return;
     now = nd_now_ns();
     for (struct shm_served *s = agent.head.next; s != &agent.head; s = s->next) {
@@ -132,6 +134,7 @@ static void agent_forked(void)
         nd_lend_want(false);
     agent.started = false;
     agent.generation++;
+    atomic_store_explicit(&agent.channels, 0, memory_order_relaxed);
     agent.head.prev = agent.head.next = &agent.head;
     if (agent.bell >= 0) {
         nd_fd_unpublish(agent.bell);
@@ -202,6 +205,7 @@ static int agent_add(struct shm_served *s, int *bell)
          * new one says so too, or its first request would not wake it. */
         atomic_store_explicit(&((struct shm_bounce_hdr *)s->map)->asleep, 1, memory_order_relaxed);
         *bell = agent.bell;
+        atomic_fetch_add_explicit(&agent.channels, 1, memory_order_relaxed);
         nd_lend_want(true);
     }
     pthread_mutex_unlock(&agent.lock);
@@ -215,6 +219,7 @@ static void agent_remove(struct shm_served *s)
         s->prev->next = s->next;
         s->next->prev = s->prev;
         s->prev = s->next = NULL;
+        atomic_fetch_sub_explicit(&agent.channels, 1, memory_order_relaxed);
         nd_lend_want(false);
     }
     pthread_mutex_unlock(&agent.lock);

@@ -276,8 +276,7 @@ void shm_bounce_quiesce(struct shm_served *s)
 struct shm_bounce_link {
     uint8_t *map;
     uint32_t prod, reaped;          /* ours: what we wrote, what we took the answers of */
-    uint32_t len[SHM_BOUNCE_ENTRIES];   /* each request's length and kind as we wrote them */
-    uint8_t op[SHM_BOUNCE_ENTRIES];
+    uint32_t len[SHM_BOUNCE_ENTRIES];   /* each request's length as we wrote it */
     int bell;
     pid_t pid;
     const _Atomic uint32_t *ours, *theirs;
@@ -418,8 +417,9 @@ static int status_of(int32_t st)
     return st == 0 || st == -EFAULT || st == -EBADRQC || st == -EDEADLK || st == -EOPNOTSUPP ? st : -EIO;
 }
 
-/* Take the next answer: a Read's bytes go on into @local; the first refusal is kept. */
-static int reap(struct shm_bounce_link *l, struct shm_sge_stream *local, int *first)
+/* Take the next answer (every request in flight is of the call's kind @op): a Read's bytes
+ * go on into @local; the first refusal is kept. */
+static int reap(struct shm_bounce_link *l, uint8_t op, struct shm_sge_stream *local, int *first)
 {
     uint32_t slot = l->reaped % SHM_BOUNCE_ENTRIES;
     int32_t status;
@@ -431,7 +431,7 @@ static int reap(struct shm_bounce_link *l, struct shm_sge_stream *local, int *fi
     if (st != 0) {
         if (*first == 0)
             *first = st;
-    } else if (l->op[slot] == SHM_BOUNCE_READ && *first == 0) {
+    } else if (op == SHM_BOUNCE_READ && *first == 0) {
         shm_stream_copy(local, l->map + SHM_BOUNCE_DATA_OFF + (size_t)slot * SHM_BOUNCE_CHUNK, l->len[slot], false);
     }
     return 0;
@@ -447,7 +447,6 @@ static void put_request(struct shm_bounce_link *l, uint8_t op, uint32_t token, u
     r->len = len;
     r->status = 0;
     l->len[l->prod % SHM_BOUNCE_ENTRIES] = len;
-    l->op[l->prod % SHM_BOUNCE_ENTRIES] = op;
 }
 
 /* The connection is ending or broken: answers still owed stay owed. */
@@ -472,7 +471,7 @@ int shm_bounce_move(struct shm_bounce_link *l, uint8_t op, const struct shm_piec
         for (uint64_t off = 0; off < p[i].len && first == 0 && st == 0;) {
             uint32_t len = p[i].len - off > SHM_BOUNCE_CHUNK ? SHM_BOUNCE_CHUNK : (uint32_t)(p[i].len - off);
 
-            if (l->prod - l->reaped == SHM_BOUNCE_ENTRIES && (st = reap(l, &in, &first)) != 0)
+            if (l->prod - l->reaped == SHM_BOUNCE_ENTRIES && (st = reap(l, op, &in, &first)) != 0)
                 break;
             if (op != SHM_BOUNCE_READ)
                 shm_stream_copy(&out, chunk_of(l->map, l->prod), len, true);
@@ -481,27 +480,24 @@ int shm_bounce_move(struct shm_bounce_link *l, uint8_t op, const struct shm_piec
             off += len;
         }
     while (st == 0 && l->reaped != l->prod)
-        st = reap(l, &in, &first);
+        st = reap(l, op, &in, &first);
     return st != 0 ? abandon(l, st) : first;
 }
 
 int shm_bounce_atomic(struct shm_bounce_link *l, const struct nd_wr *wr, uint64_t *old)
 {
-    struct shm_bounce_req *r;
-    uint32_t seq;
+    /* Every call leaves nothing in flight: the ring is empty here. */
+    uint32_t seq = l->prod;
+    struct shm_bounce_req *r = req_of(l->map, seq);
     int first = 0, st = 0;
 
-    if (l->prod - l->reaped == SHM_BOUNCE_ENTRIES && (st = reap(l, NULL, &first)) != 0)
-        return abandon(l, st);
-    seq = l->prod;
-    r = req_of(l->map, seq);
     put_request(l, SHM_BOUNCE_ATOMIC, wr->remote_token, wr->remote_addr, sizeof(*old));
     r->atomic = wr->atomic;
     r->add_or_cmp = wr->add_or_cmp;
     r->swap = wr->swap;
     submit(l);
     while (st == 0 && l->reaped != l->prod)
-        st = reap(l, NULL, &first);
+        st = reap(l, SHM_BOUNCE_ATOMIC, NULL, &first);
     if (st != 0)
         return abandon(l, st);
     *old = __atomic_load_n(&req_of(l->map, seq)->old, __ATOMIC_RELAXED);
