@@ -191,6 +191,9 @@ _Static_assert(sizeof(struct nd_wc) == sizeof(nd_result) && sizeof(nd_request_ty
 uint32_t nd_cq_get_wc(nd_cq *cq, struct nd_wc *wc, uint32_t max);
 /* Does a queue pair use this CQ (nd_cq_close would refuse it)? */
 bool nd_cq_in_use(const nd_cq *cq);
+/* Forget the results of queue pair context @qp_context a closed queue pair left on @cq (its
+ * flushes): verbs' RESET discards a QP's work, as rdma-core's providers clean its CQ entries. */
+void nd_cq_forget(nd_cq *cq, const void *qp_context);
 
 /* ---- the CM's queue of incoming requests (listener.c) ---- */
 

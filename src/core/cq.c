@@ -663,6 +663,25 @@ bool nd_cq_in_use(const nd_cq *cq)
     return atomic_load(&cq->users) != 0;
 }
 
+void nd_cq_forget(nd_cq *cq, const void *qp_context)
+{
+    uint32_t kept = 0;
+
+    nd_lock_acquire(&cq->lock);
+    for (uint32_t i = 0; i < cq->norphans; i++) {
+        const nd_result *r = &cq->orphans[cq->orphan_head + i];
+
+        if (r->qp_context != qp_context)
+            cq->orphans[cq->orphan_head + kept++] = *r;
+    }
+    cq->norphans = kept;
+    if (cq->orphans_reported > kept)
+        cq->orphans_reported = kept;
+    if (!kept)
+        cq->orphan_head = 0;
+    nd_lock_release(&cq->lock);
+}
+
 ND_DOOR int ndc_cq_close(nd_cq *cq)
 {
     struct nd_port *port;

@@ -42,6 +42,9 @@ static void qp_let_go(struct nd_qp *qp, uint64_t addr, uint64_t len)
     /* Set once at connection and cleared only after the queue pair left the list. */
     const struct nd_transport_ops *t = __atomic_load_n(&qp->tops, __ATOMIC_ACQUIRE);
 
+    /* Before the connection too: a same-host peer reads the word from its attach on. */
+    if (!qp->datagram && !qp->srq)
+        nd_qp_receives_revoked(qp, addr, len);
     if (!t)
         return;
     if (t->mem_revoked) {

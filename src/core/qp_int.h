@@ -25,7 +25,13 @@
 #define ND_SLOT_BUDGET (2u << 20)
 uint32_t nd_qp_slot_size(uint32_t rq_entries);
 
-enum nd_wire_state { ND_WIRE_ACTIVE = 0, ND_WIRE_TERMINATED = 1 };
+/* A QP control block's state word (nd_qp_ctl.state). TERMINATED: either side ended the
+ * connection. CHECK_RECV, a flag the owner ORs in: it holds posted receives that may fail
+ * their check (posted with a bad key by a front end that checks at use, or in memory
+ * deregistered or re-registered since), so a same-host sender checks each receive against
+ * the owner's token table before it places a Send, and fails that Send as an RNIC's
+ * requester fails one its responder refused. Both sides read the word on every post. */
+enum nd_wire_state { ND_WIRE_ACTIVE = 0, ND_WIRE_TERMINATED = 1, ND_WIRE_CHECK_RECV = 2 };
 
 struct nd_rwqe_sge {
     uint64_t addr;
@@ -226,6 +232,10 @@ struct nd_qp {
      * its receives until a send of its own fails or the application moves it to ERR).
      * Under lock. */
     bool keep_receives;
+    /* Receives are posted whatever their keys, and checked when a message comes (verbs, as
+     * an RNIC does: the receive then fails with a local protection error); ND refuses a
+     * bad one at the post. Set before the first post. */
+    bool recv_check_late;
     /* A transport is connecting it on a library thread (between its attach's first and last
      * locked steps): nd_qp_close waits for that to end before it destroys the connection.
      * Under lock. */
@@ -252,6 +262,11 @@ void nd_qp_fail_locked(struct nd_qp *qp, int status);
 void nd_qp_fail(struct nd_qp *qp, int status);
 /* From now on a failure of @qp leaves its receives posted (keep_receives). */
 void nd_qp_keep_receives(struct nd_qp *qp);
+/* From now on @qp's receives are checked when used, not when posted (recv_check_late). */
+void nd_qp_check_receives_late(struct nd_qp *qp);
+/* Deregister or re-register of [addr, addr+len): a receive posted in it may now fail its
+ * check; the control block says so (ND_WIRE_CHECK_RECV). Takes the QP lock. */
+void nd_qp_receives_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len);
 /* The connection ended and @qp keeps its receives: as an RC QP whose peer went, it is still
  * in the state the application last gave it. */
 bool nd_qp_peer_left_quietly(struct nd_qp *qp);

@@ -333,8 +333,11 @@ ND_DOOR int ndc_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsg
         return -EOVERFLOW;
     nd_lock_acquire(&qp->lock);
     if (!sges_registered(qp, sge, nsge, ND_ACCESS_LOCAL_WRITE)) {
-        st = -EFAULT;
-        goto refused;
+        if (!qp->recv_check_late) {
+            st = -EFAULT;
+            goto refused;
+        }
+        atomic_fetch_or(&qp->ctl->state, ND_WIRE_CHECK_RECV);
     }
     k = qp->rq_posted;
     if (k - atomic_load_explicit(&qp->rq_expected, memory_order_acquire) >= qp->rq_depth) {

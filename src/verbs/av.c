@@ -284,12 +284,15 @@ static void handle_request(struct av_listener *ls, struct av_link *k)
     dst = ntohl(h.dst_qpn);
     if (dst >> 8 == ls->port && (dst & 0xff) < VB_AV_SLOTS)
         q = ls->slot[dst & 0xff];
-    if (!q || q->av.link || (q->av.on && (q->av.dialer || q->av.dest_qpn != ntohl(h.src_qpn)))) {
+    if (!q || (q->av.on && q->av.dest_qpn != ntohl(h.src_qpn))) {
         reject_link(k);
         return;
     }
-    if (!q->av.on) {
-        /* Before our RTR: it waits for it; a later request for the same QP replaces it. */
+    /* Before our RTR, or from our peer once this connection is under way or over: the peer
+     * restated its QP (RESET, then RTR again), which a QP does once its connection failed,
+     * so ours will too. Either way the request waits for our next RTR. */
+    if (!q->av.on || q->av.link || q->av.dialer || nd_qp_get_state(q->core) == ND_QPS_ERR) {
+        /* A later request for the same QP replaces it. */
         if (q->av.parked)
             reject_link(q->av.parked);
         q->av.parked = k;
@@ -637,6 +640,23 @@ int vb_av_tick(struct vb_context *c)
         }
     pthread_mutex_unlock(&c->av_lock);
     return next == UINT64_MAX ? -1 : (int)((next - now) / 1000000 + 1);
+}
+
+/* ibv_modify_qp to RESET (qp.c's qp_renew): the QP is as before its RTR, its number and
+ * slot kept. Its connector closes; held requests are discarded, as RESET discards work. A
+ * request parked for it waits on for its next RTR. */
+void vb_av_reset(struct vb_qp *q)
+{
+    struct vb_context *c = vb_ctx(q->qp.context);
+
+    pthread_mutex_lock(&c->av_lock);
+    if (q->av.link)
+        link_orphan(c, q->av.link);
+    q->av.link = NULL;
+    hold_free_all(q);
+    q->av.on = q->av.dialer = q->av.failed_in_rtr = false;
+    __atomic_store_n(&q->av.hold, false, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&c->av_lock);
 }
 
 /* ibv_destroy_qp: the QP leaves its slot; its connector closes (a connected one

@@ -29,6 +29,58 @@ _Static_assert(ND_QPS_RESET == (int)IBV_QPS_RESET && ND_QPS_INIT == (int)IBV_QPS
 
 static uint32_t next_qp_num = 0x100;   /* atomic */
 
+/* The core's QP of an RC QP with @q's CQs, SRQ, sizes and protection domain, in RESET. */
+static int core_qp_new(struct vb_qp *q, struct vb_context *c, struct nd_qp_sizes *sz, nd_qp **out)
+{
+    struct ibv_qp *qp = &q->qp;
+    int st = nd_qp_create(c->adapter, to_vb_cq(qp->recv_cq)->core, to_vb_cq(qp->send_cq)->core,
+                          qp->srq ? vb_srq_core(qp->srq) : NULL, qp, sz, ND_QPS_RESET, out);
+
+    if (st)
+        return st;
+    nd_qp_set_pd(*out, vb_pd_id(qp->pd));
+    /* An RNIC checks a receive's key when a message comes for it (the receive then fails
+     * with a local protection error, the sender with a remote operation error). */
+    nd_qp_check_receives_late(*out);
+    /* On an InfiniBand-style device the peer's going leaves the QP as it is, receives
+     * posted, until the application's own disconnect (librdmacm's rule) or a send of its
+     * own fails; an RNIC's connection end flushes them (siw). From creation: the peer may
+     * disconnect before the CM has marked the connection established. */
+    if (c->dev->personality == VB_ROCE)
+        nd_qp_keep_receives(*out);
+    return 0;
+}
+
+/*
+ * RESET of an RC QP that has left INIT: the core never connects a QP twice, so it gets a
+ * new core QP in place, with its number, its address-vector slot and its CQs, as an RNIC's
+ * QP is reusable after RESET (rdma-core's tests restate a QP from ERR so). RESET discards
+ * the QP's work: what the old one still held is dropped, its flushes too (as rdma-core's
+ * providers clean the CQ of a QP moved to RESET); its connection, if any, ends.
+ */
+static int qp_renew(struct vb_qp *q)
+{
+    struct ibv_qp *qp = &q->qp;
+    struct nd_qp_sizes sz = { qp->srq ? 0 : q->cap.max_recv_wr, q->cap.max_send_wr, qp->srq ? 0 : q->cap.max_recv_sge,
+                              q->cap.max_send_sge, q->cap.max_inline_data };
+    nd_qp *fresh, *old = q->core;
+    bool atomics = nd_qp_remote_atomic(old);
+    int st = core_qp_new(q, vb_ctx(qp->context), &sz, &fresh);
+
+    if (st)
+        return nd_errno_of(st);
+    nd_qp_set_remote_atomic(fresh, atomics);
+    vb_av_reset(q);
+    q->core = fresh;
+    ndv_qp_rnr_retry(qp, q->av.rnr_retry);
+    ndc_qp_close(old);
+    nd_cq_forget(to_vb_cq(qp->send_cq)->core, qp);
+    if (qp->recv_cq != qp->send_cq)
+        nd_cq_forget(to_vb_cq(qp->recv_cq)->core, qp);
+    __atomic_store_n(&qp->state, IBV_QPS_RESET, __ATOMIC_RELEASE);
+    return 0;
+}
+
 VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
     struct vb_qp *q;
@@ -76,29 +128,23 @@ VB_API struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         errno = ENOMEM;
         return NULL;
     }
-    if (attr->qp_type == IBV_QPT_UD)
-        st = vb_ud_create(c, q, attr, &sz);
-    else
-        st = nd_qp_create(c->adapter, to_vb_cq(attr->recv_cq)->core, to_vb_cq(attr->send_cq)->core,
-                          attr->srq ? vb_srq_core(attr->srq) : NULL, &q->qp, &sz, ND_QPS_RESET, &q->core);
-    if (st) {
-        free(q);
-        errno = nd_errno_of(st);
-        return NULL;
-    }
-    nd_qp_set_pd(q->core, vb_pd_id(pd));
-    /* On an InfiniBand-style device the peer's going leaves the QP as it is, receives
-     * posted, until the application's own disconnect (librdmacm's rule) or a send of its
-     * own fails; an RNIC's connection end flushes them (siw). From creation: the peer may
-     * disconnect before the CM has marked the connection established. */
-    if (c->dev->personality == VB_ROCE && !q->ud)
-        nd_qp_keep_receives(q->core);
     q->qp.context = pd->context;
     q->qp.qp_context = attr->qp_context;
     q->qp.pd = pd;
     q->qp.send_cq = attr->send_cq;
     q->qp.recv_cq = attr->recv_cq;
     q->qp.srq = attr->srq;
+    if (attr->qp_type == IBV_QPT_UD)
+        st = vb_ud_create(c, q, attr, &sz);
+    else
+        st = core_qp_new(q, c, &sz, &q->core);
+    if (st) {
+        free(q);
+        errno = nd_errno_of(st);
+        return NULL;
+    }
+    if (q->ud)
+        nd_qp_set_pd(q->core, vb_pd_id(pd));
     q->av.held_tail = &q->av.held;
     pthread_mutex_init(&q->qp.mutex, NULL);
     pthread_cond_init(&q->qp.cond, NULL);
@@ -166,6 +212,8 @@ VB_API int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
         return 0;                   /* other attributes only: nothing the core keeps */
     if ((unsigned)attr->qp_state > IBV_QPS_ERR)
         return EINVAL;
+    if (attr->qp_state == IBV_QPS_RESET && !q->cm_connected && nd_qp_get_state(q->core) > ND_QPS_INIT)
+        return qp_renew(q);
     bool av = attr->qp_state == IBV_QPS_RTR && (mask & IBV_QP_AV) && !q->cm_connected;
 
     if (av && (err = vb_av_check(q, attr, mask)) != 0)

@@ -325,6 +325,7 @@ void vb_event_thread_kick(struct vb_context *c);
 uint32_t vb_av_attach(struct vb_context *c, struct vb_qp *q);
 struct vb_qp *vb_av_find(struct vb_context *c, uint32_t qpn);
 void vb_av_detach(struct vb_qp *q);
+void vb_av_reset(struct vb_qp *q);
 /* Is the address vector of an RTR step one av.c can connect (0, or EINVAL)? */
 int vb_av_check(const struct vb_qp *q, const struct ibv_qp_attr *attr, int mask);
 /* Start the connection the vector names, the QP in RTR already. */

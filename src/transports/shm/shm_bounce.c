@@ -284,8 +284,8 @@ struct shm_bounce_link {
 
 static bool live(const struct shm_bounce_link *l)
 {
-    return atomic_load_explicit(l->ours, memory_order_acquire) == ND_WIRE_ACTIVE &&
-           atomic_load_explicit(l->theirs, memory_order_acquire) == ND_WIRE_ACTIVE;
+    return !((atomic_load_explicit(l->ours, memory_order_acquire) |
+              atomic_load_explicit(l->theirs, memory_order_acquire)) & ND_WIRE_TERMINATED);
 }
 
 static bool wait_offer(const struct nd_qp_ctl *pctl, const struct shm_bounce_link *l)

@@ -100,10 +100,17 @@ static void poke(int fd)
         nd_log(ND_LOG_DEBUG, ND_SUB_SHM, "peer signal failed: %m");
 }
 
+/* Both control blocks' state words together: 0 while the connection is up and neither
+ * side flagged anything (ND_WIRE_*). */
+static inline uint32_t wire_words(struct nd_qp *qp, struct shm_conn *c)
+{
+    return atomic_load_explicit(&qp->ctl->state, memory_order_acquire) |
+           atomic_load_explicit(&c->pctl->state, memory_order_acquire);
+}
+
 static bool terminated(struct nd_qp *qp, struct shm_conn *c)
 {
-    return atomic_load_explicit(&qp->ctl->state, memory_order_acquire) != ND_WIRE_ACTIVE ||
-           atomic_load_explicit(&c->pctl->state, memory_order_acquire) != ND_WIRE_ACTIVE;
+    return wire_words(qp, c) & ND_WIRE_TERMINATED;
 }
 
 /* Gather the local SGEs into a contiguous destination (a slot). */
@@ -538,17 +545,86 @@ static int do_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 }
 
 /* Run @wr now. -EINPROGRESS: it must wait (a Send with no receive). */
-static int execute(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+/*
+ * Would the peer refuse the receive @wr's Send is about to take (it flagged receives that
+ * may fail their check)? Its table says, as the peer's own scatter would find it. A receive
+ * not posted yet is not judged: the Send waits for it and comes back here. The peer's SRQ
+ * checks its receives when they are posted.
+ */
+static __attribute__((noinline, cold)) bool peer_receive_refused(struct nd_qp *qp, struct shm_conn *c,
+                                                                 const struct nd_wr *wr)
 {
-    if (terminated(qp, c))
-        return -ECANCELED;
+    uint32_t k = c->next_peer_recv, nsge;
+    uint64_t left = wr->total;
+    const struct nd_rwqe *w;
+
+    if (c->psrq || !peer_has_receive(qp, c, k) || c->peer_posted - k > c->peer_rq_entries)
+        return false;
+    w = (const struct nd_rwqe *)(c->peer_region + c->pl.rwqe + (size_t)(k & (c->peer_rq_entries - 1)) * c->pl.rwqe_stride);
+    nsge = __atomic_load_n(&w->nsge, __ATOMIC_RELAXED);
+    if (nsge > c->peer_max_sge)
+        return true;
+    for (uint32_t i = 0; i < nsge && left; i++) {
+        struct nd_rwqe_sge s;
+        struct nd_mtab_share sh;
+
+        memcpy(&s, &w->sge[i], sizeof(s));
+        uint32_t len = s.length < left ? s.length : (uint32_t)left;
+        if (len && nd_mtab_check_share(c->peer_mtab, ND_MTAB_ENTRIES, s.token, s.addr, len, ND_ACCESS_LOCAL_WRITE,
+                                       c->peer_recv_pd, &sh))
+            return true;
+        left -= len;
+    }
+    return false;       /* a receive too short is the receiver's to report */
+}
+
+/* The peer's next receive fails as a local protection error, as its RNIC would fail it
+ * (its inbound ring says so: ND_CQE_LOC_PROT, nothing placed); our Send with a remote
+ * operation error, which ends the connection. */
+static __attribute__((noinline, cold)) int refuse_receive(struct nd_qp *qp, struct shm_conn *c)
+{
+    struct nd_cqe *e;
+
+    nd_ring_learn_cons(&c->pprod, atomic_load_explicit(&qp->peer_consumed, memory_order_relaxed));
+    if ((e = nd_ring_next(&c->pprod)) != NULL) {
+        nd_cqe_set(e, c->next_peer_recv, 0, 0, ND_REQUEST_TYPE_RECEIVE, ND_CQE_LOC_PROT, qp->rq_posted,
+                   atomic_load_explicit(&qp->inbound_hdr->cons, memory_order_relaxed));
+        nd_ring_commit(&c->pprod, e);
+        c->next_peer_recv++;
+    }
+    return -EREMOTEIO;
+}
+
+static inline __attribute__((always_inline)) int execute_live(struct nd_qp *qp, struct shm_conn *c,
+                                                             const struct nd_wr *wr, bool check_receive)
+{
     if (wr->type == ND_REQUEST_TYPE_BIND || wr->type == ND_REQUEST_TYPE_INVALIDATE)
         return nd_qp_local_op(qp, wr);
     if (!nd_qp_local_sges_ok(qp, wr))
         return ND_LOCAL_PROTECTION;
-    if (wr->type == ND_REQUEST_TYPE_SEND)
+    if (wr->type == ND_REQUEST_TYPE_SEND) {
+        if (check_receive && peer_receive_refused(qp, c, wr))
+            return refuse_receive(qp, c);
         return do_send(qp, c, wr);
+    }
     return do_rdma(qp, c, wr);
+}
+
+static __attribute__((noinline, cold)) int execute_flagged(struct nd_qp *qp, struct shm_conn *c,
+                                                           const struct nd_wr *wr, uint32_t words)
+{
+    if (words & ND_WIRE_TERMINATED)
+        return -ECANCELED;
+    return execute_live(qp, c, wr, true);
+}
+
+static int execute(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
+{
+    uint32_t words = wire_words(qp, c);
+
+    if (ND_UNLIKELY(words != 0))
+        return execute_flagged(qp, c, wr, words);
+    return execute_live(qp, c, wr, false);
 }
 
 static bool sweep_left_alone(struct nd_qp *qp);
