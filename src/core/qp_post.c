@@ -332,13 +332,9 @@ ND_DOOR int ndc_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsg
     if (total > nd_caps.max_msg_size)
         return -EOVERFLOW;
     nd_lock_acquire(&qp->lock);
-    if (!sges_registered(qp, sge, nsge, ND_ACCESS_LOCAL_WRITE)) {
-        if (!qp->recv_check_late) {
-            st = -EFAULT;
-            goto refused;
-        }
-        atomic_fetch_or(&qp->ctl->state, ND_WIRE_CHECK_RECV);
-    }
+    if (!sges_registered(qp, sge, nsge, ND_ACCESS_LOCAL_WRITE))
+        goto keys_failed;
+keys_judged_later:
     k = qp->rq_posted;
     if (k - atomic_load_explicit(&qp->rq_expected, memory_order_acquire) >= qp->rq_depth) {
         st = -ENOSPC;
@@ -370,6 +366,14 @@ ND_DOOR int ndc_qp_receive(nd_qp *qp, void *ctx, const nd_sge *sge, uint32_t nsg
     }
     nd_lock_release(&qp->lock);
     return 0;           /* a constant: a front end's mapping of the status folds away */
+keys_failed:
+    /* Refused, unless the QP checks them when a message comes (recv_check_late): then its
+     * control block says a same-host sender must look at each receive first. */
+    st = -EFAULT;
+    if (qp->recv_check_late) {
+        atomic_fetch_or(&qp->ctl->state, ND_WIRE_CHECK_RECV);
+        goto keys_judged_later;
+    }
 refused:
     nd_lock_release(&qp->lock);
     return st;

@@ -595,36 +595,31 @@ static __attribute__((noinline, cold)) int refuse_receive(struct nd_qp *qp, stru
     return -EREMOTEIO;
 }
 
-static inline __attribute__((always_inline)) int execute_live(struct nd_qp *qp, struct shm_conn *c,
-                                                             const struct nd_wr *wr, bool check_receive)
-{
-    if (wr->type == ND_REQUEST_TYPE_BIND || wr->type == ND_REQUEST_TYPE_INVALIDATE)
-        return nd_qp_local_op(qp, wr);
-    if (!nd_qp_local_sges_ok(qp, wr))
-        return ND_LOCAL_PROTECTION;
-    if (wr->type == ND_REQUEST_TYPE_SEND) {
-        if (check_receive && peer_receive_refused(qp, c, wr))
-            return refuse_receive(qp, c);
-        return do_send(qp, c, wr);
-    }
-    return do_rdma(qp, c, wr);
-}
-
+/* A connection either side flagged (ND_WIRE_*): 0 when the request goes as usual. */
 static __attribute__((noinline, cold)) int execute_flagged(struct nd_qp *qp, struct shm_conn *c,
                                                            const struct nd_wr *wr, uint32_t words)
 {
     if (words & ND_WIRE_TERMINATED)
         return -ECANCELED;
-    return execute_live(qp, c, wr, true);
+    if (wr->type == ND_REQUEST_TYPE_SEND && nd_qp_local_sges_ok(qp, wr) && peer_receive_refused(qp, c, wr))
+        return refuse_receive(qp, c);
+    return 0;
 }
 
 static int execute(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     uint32_t words = wire_words(qp, c);
+    int st;
 
-    if (ND_UNLIKELY(words != 0))
-        return execute_flagged(qp, c, wr, words);
-    return execute_live(qp, c, wr, false);
+    if (ND_UNLIKELY(words != 0) && (st = execute_flagged(qp, c, wr, words)) != 0)
+        return st;
+    if (wr->type == ND_REQUEST_TYPE_BIND || wr->type == ND_REQUEST_TYPE_INVALIDATE)
+        return nd_qp_local_op(qp, wr);
+    if (!nd_qp_local_sges_ok(qp, wr))
+        return ND_LOCAL_PROTECTION;
+    if (wr->type == ND_REQUEST_TYPE_SEND)
+        return do_send(qp, c, wr);
+    return do_rdma(qp, c, wr);
 }
 
 static bool sweep_left_alone(struct nd_qp *qp);
