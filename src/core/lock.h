@@ -69,6 +69,14 @@ static inline bool nd_lock_has_owner(const struct nd_lock *l)
 void nd_lock_fence_biased(void);
 void nd_lock_wait_out(struct nd_lock *l);
 
+/* Is @l biased to another thread? Taking it from this one would revoke that for good. */
+static inline bool nd_lock_biased_elsewhere(const struct nd_lock *l)
+{
+    const void *o = atomic_load_explicit(&l->owner, memory_order_relaxed);
+
+    return o != NULL && o != nd_lock_self() && !atomic_load_explicit(&l->revoked, memory_order_relaxed);
+}
+
 /* Is the calling thread inside by the fast path? Only the owner writes busy, and it is 0
  * whenever the owner went by the mutex. */
 static inline bool nd_lock_held_biased(struct nd_lock *l)

@@ -712,6 +712,11 @@ static bool receive_in(const struct nd_rq_slot *r, uint64_t addr, uint64_t len)
 
 void nd_qp_receives_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len)
 {
+    /* A lock biased to the thread that posts keeps its bias (Deregister only waits it
+     * out): the receives are not looked at, and a Send into one that went completes at its
+     * sender while the receive fails at its scatter, as before the flag existed. */
+    if (nd_lock_biased_elsewhere(&qp->lock))
+        return;
     nd_lock_acquire(&qp->lock);
     for (uint32_t k = atomic_load_explicit(&qp->rq_expected, memory_order_acquire); k != qp->rq_posted; k++)
         if (receive_in(&qp->rq[k & (qp->rq_entries - 1)], addr, len)) {
