@@ -36,6 +36,35 @@ void nd_mem_user_remove(struct nd_adapter *a, struct nd_mem_user *u)
     u->prev = u->next = NULL;
 }
 
+static bool receive_in(const struct nd_rq_slot *r, uint64_t addr, uint64_t len)
+{
+    for (uint32_t i = 0; i < r->nsge; i++) {
+        uint64_t a = (uintptr_t)r->sge[i].buffer;
+
+        if (r->sge[i].buffer_length && a < addr + len && addr < a + r->sge[i].buffer_length)
+            return true;
+    }
+    return false;
+}
+
+/* Deregister or re-register of [addr, addr+len): a receive posted in it may now fail its
+ * check, and the queue pair's control block says so (ND_WIRE_CHECK_RECV). */
+static void receives_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len)
+{
+    /* A lock biased to the thread that posts keeps its bias (Deregister only waits it
+     * out): the receives are not looked at, and a Send into one that went completes at its
+     * sender while the receive fails at its scatter, as before the flag existed. */
+    if (nd_lock_biased_elsewhere(&qp->lock))
+        return;
+    nd_lock_acquire(&qp->lock);
+    for (uint32_t k = atomic_load_explicit(&qp->rq_expected, memory_order_acquire); k != qp->rq_posted; k++)
+        if (receive_in(&qp->rq[k & (qp->rq_entries - 1)], addr, len)) {
+            atomic_fetch_or(&qp->ctl->state, ND_WIRE_CHECK_RECV);
+            break;
+        }
+    nd_lock_release(&qp->lock);
+}
+
 /* A queue pair's transport lets go of the range: what it queued, and its peer. */
 static void qp_let_go(struct nd_qp *qp, uint64_t addr, uint64_t len)
 {
@@ -44,7 +73,7 @@ static void qp_let_go(struct nd_qp *qp, uint64_t addr, uint64_t len)
 
     /* Before the connection too: a same-host peer reads the word from its attach on. */
     if (!qp->datagram && !qp->srq)
-        nd_qp_receives_revoked(qp, addr, len);
+        receives_revoked(qp, addr, len);
     if (!t)
         return;
     if (t->mem_revoked) {

@@ -699,33 +699,6 @@ void nd_qp_check_receives_late(struct nd_qp *qp)
     nd_lock_release(&qp->lock);
 }
 
-static bool receive_in(const struct nd_rq_slot *r, uint64_t addr, uint64_t len)
-{
-    for (uint32_t i = 0; i < r->nsge; i++) {
-        uint64_t a = (uintptr_t)r->sge[i].buffer;
-
-        if (r->sge[i].buffer_length && a < addr + len && addr < a + r->sge[i].buffer_length)
-            return true;
-    }
-    return false;
-}
-
-void nd_qp_receives_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len)
-{
-    /* A lock biased to the thread that posts keeps its bias (Deregister only waits it
-     * out): the receives are not looked at, and a Send into one that went completes at its
-     * sender while the receive fails at its scatter, as before the flag existed. */
-    if (nd_lock_biased_elsewhere(&qp->lock))
-        return;
-    nd_lock_acquire(&qp->lock);
-    for (uint32_t k = atomic_load_explicit(&qp->rq_expected, memory_order_acquire); k != qp->rq_posted; k++)
-        if (receive_in(&qp->rq[k & (qp->rq_entries - 1)], addr, len)) {
-            atomic_fetch_or(&qp->ctl->state, ND_WIRE_CHECK_RECV);
-            break;
-        }
-    nd_lock_release(&qp->lock);
-}
-
 bool nd_qp_peer_left_quietly(struct nd_qp *qp)
 {
     bool quiet;

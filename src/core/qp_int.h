@@ -264,10 +264,7 @@ void nd_qp_fail(struct nd_qp *qp, int status);
 void nd_qp_keep_receives(struct nd_qp *qp);
 /* From now on @qp's receives are checked when used, not when posted (recv_check_late). */
 void nd_qp_check_receives_late(struct nd_qp *qp);
-/* Deregister or re-register of [addr, addr+len): a receive posted in it may now fail its
- * check; the control block says so (ND_WIRE_CHECK_RECV). Takes the QP lock, unless it is
- * biased to another thread (then nothing is flagged). */
-void nd_qp_receives_revoked(struct nd_qp *qp, uint64_t addr, uint64_t len);
+
 /* The connection ended and @qp keeps its receives: as an RC QP whose peer went, it is still
  * in the state the application last gave it. */
 bool nd_qp_peer_left_quietly(struct nd_qp *qp);
