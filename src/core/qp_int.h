@@ -264,7 +264,6 @@ void nd_qp_fail(struct nd_qp *qp, int status);
 void nd_qp_keep_receives(struct nd_qp *qp);
 /* From now on @qp's receives are checked when used, not when posted (recv_check_late). */
 void nd_qp_check_receives_late(struct nd_qp *qp);
-
 /* The connection ended and @qp keeps its receives: as an RC QP whose peer went, it is still
  * in the state the application last gave it. */
 bool nd_qp_peer_left_quietly(struct nd_qp *qp);

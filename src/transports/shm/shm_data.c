@@ -544,7 +544,6 @@ static int do_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
     return place_rdma(qp, c, wr);
 }
 
-/* Run @wr now. -EINPROGRESS: it must wait (a Send with no receive). */
 /*
  * Would the peer refuse the receive @wr's Send is about to take (it flagged receives that
  * may fail their check)? Its table says, as the peer's own scatter would find it. A receive
@@ -554,13 +553,12 @@ static int do_rdma(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 static __attribute__((noinline, cold)) bool peer_receive_refused(struct nd_qp *qp, struct shm_conn *c,
                                                                  const struct nd_wr *wr)
 {
-    uint32_t k = c->next_peer_recv, nsge;
+    uint32_t k, nsge;
     uint64_t left = wr->total;
     const struct nd_rwqe *w;
 
-    if (c->psrq || !peer_has_receive(qp, c, k) || c->peer_posted - k > c->peer_rq_entries)
+    if (c->psrq || next_receive(qp, c, &k, &w) != 0)
         return false;
-    w = (const struct nd_rwqe *)(c->peer_region + c->pl.rwqe + (size_t)(k & (c->peer_rq_entries - 1)) * c->pl.rwqe_stride);
     nsge = __atomic_load_n(&w->nsge, __ATOMIC_RELAXED);
     if (nsge > c->peer_max_sge)
         return true;
@@ -606,6 +604,7 @@ static __attribute__((noinline, cold)) int execute_flagged(struct nd_qp *qp, str
     return 0;
 }
 
+/* Run @wr now. -EINPROGRESS: it must wait (a Send with no receive). */
 static int execute(struct nd_qp *qp, struct shm_conn *c, const struct nd_wr *wr)
 {
     uint32_t words = wire_words(qp, c);
