@@ -5,6 +5,11 @@
  *   raw_tcp pingpong [-S size] [-i iterations] [-b]   busy-polling recv(), half round trip;
  *                                                    -b: blocking sockets (sleep in recv)
  *   raw_tcp stream [-S size] [-t seconds]          one direction, bytes/s
+ * -P N (pingpong): after each message in, both sides load N cache lines one after another
+ * (each address read from the line before), each line on a page of its own; with -L the
+ * same N lines lie in two pages. The difference prices what a page first touched after a
+ * system call costs on this machine (a TLB refill when system calls flush the TLB), the
+ * cost a library's receive-to-send path pays once per page of code and data it touches.
  * Prints one line of JSON.
  */
 #include <errno.h>
@@ -44,6 +49,59 @@ static void spin_io(int fd, void *buf, size_t n, int out)
 }
 
 static int blocking;
+static long chase_lines;            /* -P */
+static int chase_dense;             /* -L */
+static void *chase_head;
+static volatile uintptr_t chase_sink;
+
+/* Where line @at of the chain lies: on a page of its own, or (-L) packed into two pages. */
+static char *chase_line(char *area, long at)
+{
+    if (chase_dense)
+        return area + (size_t)(at % 2) * 4096 + (size_t)(at / 2) * 64;
+    return area + (size_t)at * 4096 + (size_t)(at % 64) * 64;
+}
+
+/* A cyclic chain of @chase_lines cache lines in a shuffled order: each load waits for the
+ * one before it, as a program's path from one structure to the next does. */
+static void chase_build(void)
+{
+    size_t bytes = (size_t)(chase_dense ? 2 : chase_lines) * 4096;
+    char *area = aligned_alloc(4096, bytes);
+    long order[128] = { 0 };
+
+    if (!area)
+        exit(1);
+    memset(area, 0, bytes);
+    for (long i = 0; i < chase_lines; i++)
+        order[i] = i;
+    srand(1);
+    for (long i = chase_lines - 1; i > 0; i--) {
+        long j = rand() % (i + 1), t = order[i];
+
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (long i = 0; i < chase_lines; i++)
+        *(void **)chase_line(area, order[i]) = chase_line(area, order[(i + 1) % chase_lines]);
+    chase_head = chase_line(area, order[0]);
+}
+
+static void chase(void)
+{
+    void *p = chase_head;
+
+    for (long i = 0; i < chase_lines; i++)
+        p = *(void **)p;
+    chase_sink = (uintptr_t)p;
+}
+
+static void receive(int fd, void *buf, size_t n)
+{
+    spin_io(fd, buf, n, 0);
+    if (chase_lines)
+        chase();
+}
 
 static void pair(int *a, int *b)
 {
@@ -77,7 +135,7 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "pingpong";
 
     optind = 2;
-    while ((opt = getopt(argc, argv, "S:i:t:b")) != -1) {
+    while ((opt = getopt(argc, argv, "S:i:t:bP:L")) != -1) {
         if (opt == 'S')
             size = strtoul(optarg, NULL, 0);
         else if (opt == 'i')
@@ -86,7 +144,15 @@ int main(int argc, char **argv)
             secs = strtod(optarg, NULL);
         else if (opt == 'b')
             blocking = 1;
+        else if (opt == 'P')
+            chase_lines = strtol(optarg, NULL, 0);
+        else if (opt == 'L')
+            chase_dense = 1;
     }
+    if (chase_lines < 0 || chase_lines > 128 || (chase_dense && !chase_lines))
+        return 2;   /* -L packs the lines into two pages of 64: at most 128 */
+    if (chase_lines)
+        chase_build();
     buf = calloc(1, size);
     pair(&a, &b);
     pid = fork();
@@ -97,7 +163,7 @@ int main(int argc, char **argv)
                 ;
         } else {
             for (long i = 0; i < iters; i++) {
-                spin_io(b, buf, size, 0);
+                receive(b, buf, size);
                 spin_io(b, buf, size, 1);
             }
         }
@@ -117,16 +183,16 @@ int main(int argc, char **argv)
     } else {
         for (long i = 0; i < iters / 10; i++) {     /* warm-up is part of the count: time the rest */
             spin_io(a, buf, size, 1);
-            spin_io(a, buf, size, 0);
+            receive(a, buf, size);
         }
         double t0 = now_s();
         for (long i = iters / 10; i < iters; i++) {
             spin_io(a, buf, size, 1);
-            spin_io(a, buf, size, 0);
+            receive(a, buf, size);
         }
         double t = now_s() - t0;
-        printf("{\"test\":\"raw_tcp_pingpong\",\"size\":%zu,\"half_rtt_us\":%.3f}\n", size,
-               t / (double)(iters - iters / 10) / 2 * 1e6);
+        printf("{\"test\":\"raw_tcp_pingpong\",\"size\":%zu,\"chase_lines\":%ld,\"chase_pages\":%ld,\"half_rtt_us\":%.3f}\n",
+               size, chase_lines, chase_dense ? 2 : chase_lines, t / (double)(iters - iters / 10) / 2 * 1e6);
     }
     waitpid(pid, NULL, 0);
     return 0;
