@@ -12,10 +12,7 @@ set -u
 build=${1:-build}
 RUNS=${RUNS:-5}
 ITERS=${ITERS:-200000}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+. "$(dirname "$0")/lib.sh"
 
 for r in $(seq "$RUNS"); do
     "$build/bench/raw_tcp" pingpong -i "$ITERS" | field half_rtt_us >> "$tmp/none"

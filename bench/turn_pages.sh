@@ -54,8 +54,8 @@ function other_thread(a,    k) { for (k = 1; k <= no; k++) if (a >= olo[k] && a 
     if (kind == "I" && a == recv) { open = 1; tainted = 0; delete pg; next }
     if (kind == "I" && a == send && open && tainted) { open = 0; next }
     if (kind == "I" && a == send && open) {
-        w++; line = ""
-        cnt["data"] = 0; for (k in seen) delete seen[k]
+        w++
+        cnt["data"] = 0
         for (p in pg) { c = pg[p]; cnt[c]++ }
         printf "%d", w > "/dev/stderr"
         for (c in cnt) printf " %s=%d", c, cnt[c] > "/dev/stderr"
@@ -68,10 +68,9 @@ function other_thread(a,    k) { for (k = 1; k <= no; k++) if (a >= olo[k] && a 
     if (kind == "I" && !tainted && other_thread(a)) tainted = 1
     if (kind == "I") { if (!(p in pg)) pg[p] = object(a) } else if (!(p in pg)) pg[p] = "data"
 }' "$tmp/trace" 2> "$tmp/windows"
-# Windows whose path went through the application (the reply's post), after the first third
-# of them:
-# others are the library sending on its own (under lackey's slowness, held fence answers go
-# out on their timer).
+# Only windows whose path went through the application (the reply's post), after the first
+# third of them: the others are the library sending on its own (under lackey's slowness,
+# held fence answers go out on their timer).
 total=$(wc -l < "$tmp/windows")
 awk -v skip=$((total / 3)) -v app="$(basename "$build/tools/nd_pingpong")" '
     NR > skip && index($0, " " app "=") {
